@@ -1,0 +1,72 @@
+/**
+ * The contract between {@link LockService} and a lock store. The service owns
+ * key building, reentrancy, leases and the watchdog; a backend only knows how to
+ * grant, extend and release one key atomically, and how to make a caller wait.
+ *
+ * A single-Redis backend, an in-memory backend and (later) a quorum backend over
+ * several Redis nodes all implement this, so callers never change.
+ *
+ * Keys passed to a backend are already validated and prefixed.
+ */
+export interface LockBackend {
+  /**
+   * Takes `key` for `token`, waiting up to `waitMs` (0 = try once). Waiters
+   * must be served in arrival order and woken when the lock is released or
+   * expires, not by fixed-interval polling.
+   *
+   * Resolves a {@link LockGrant} when the caller holds the lock, or
+   * a {@link LockBusy} when the wait ran out. Rejects with `LockBackendError`
+   * when the store cannot be reached in bounded time.
+   */
+  acquire(request: AcquireRequest): Promise<LockGrant | LockBusy>;
+
+  /**
+   * Sets the remaining lease of `key` to `leaseMs` if `token` still owns it.
+   * Resolves false when the lock is no longer owned by `token` (lost).
+   */
+  extend(key: string, token: string, leaseMs: number): Promise<boolean>;
+
+  /**
+   * Deletes `key` if `token` owns it, handing it to the next waiter if any.
+   * Resolves false, and touches nothing, when `token` no longer owns it.
+   */
+  release(key: string, token: string): Promise<boolean>;
+
+  /** Whether anyone holds `key` right now. */
+  isLocked(key: string): Promise<boolean>;
+
+  /** Stops waiting callers and frees connections the backend owns. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface AcquireRequest {
+  /** Prefixed key. */
+  readonly key: string;
+  /** Random owner token, at least 128 bits. */
+  readonly token: string;
+  /** Lease to set, in milliseconds. */
+  readonly leaseMs: number;
+  /** How long to wait for a busy lock, in milliseconds; 0 tries once. */
+  readonly waitMs: number;
+  /** Aborting it stops waiting (the acquisition then resolves busy). */
+  readonly signal?: AbortSignal;
+}
+
+export interface LockGrant {
+  readonly acquired: true;
+  /** Strictly increasing per key across all owners, kept by the store. */
+  readonly fencingToken: number;
+  /**
+   * The lease actually set, in milliseconds. A backend may grant a shorter
+   * lease than requested (a lock handed to a queued waiter is granted briefly,
+   * so that a waiter that died cannot stall the queue); the service then
+   * extends it to the requested lease at once.
+   */
+  readonly leaseMs: number;
+}
+
+export interface LockBusy {
+  readonly acquired: false;
+  /** Remaining lease of the current holder in milliseconds, when known. */
+  readonly retryAfterMs?: number;
+}

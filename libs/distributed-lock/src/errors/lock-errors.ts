@@ -1,0 +1,85 @@
+/**
+ * Every error this library throws extends {@link LockError}, so callers can tell
+ * "busy", "bad key", "Redis down" and "lock lost" apart by class or by `code`.
+ */
+export abstract class LockError extends Error {
+  /** Stable, machine-readable error code. */
+  abstract readonly code: string;
+
+  protected constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A lock key template could not be parsed; thrown while the application starts. */
+export class LockTemplateError extends LockError {
+  readonly code = 'LOCK_TEMPLATE_INVALID';
+
+  constructor(
+    message: string,
+    readonly template: string,
+    readonly className?: string,
+    readonly methodName?: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A key could not be built from the call's arguments (a placeholder resolved to
+ * undefined, null, an object or an empty string), or the key is malformed or
+ * too long. Nothing was locked.
+ */
+export class LockKeyError extends LockError {
+  readonly code = 'LOCK_KEY_INVALID';
+
+  constructor(
+    message: string,
+    readonly template?: string,
+    readonly placeholder?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** The lock was still held by someone else when the wait time ran out. */
+export class LockNotAcquiredError extends LockError {
+  readonly code = 'LOCK_NOT_ACQUIRED';
+
+  constructor(
+    /** The key (without the configured prefix) that could not be taken. */
+    readonly key: string,
+    /** How long the caller waited, in milliseconds. */
+    readonly waitedMs: number,
+    /** A hint for when the lock may be free, in milliseconds (the holder's remaining lease), if known. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(`Lock "${key}" is held by another owner (waited ${waitedMs} ms)`);
+  }
+}
+
+/** The lock store (Redis) could not be reached or did not answer in time. */
+export class LockBackendError extends LockError {
+  readonly code = 'LOCK_BACKEND_UNAVAILABLE';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
+ * The lock expired or was taken over while its holder still counted on it, or a
+ * nested (reentrant) acquisition found its outer lock already lost.
+ */
+export class LockLostError extends LockError {
+  readonly code = 'LOCK_LOST';
+
+  constructor(
+    readonly key: string,
+    message = `Lock "${key}" was lost`,
+  ) {
+    super(message);
+  }
+}
