@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import type { Cluster, Redis } from 'ioredis';
+
+function readScript(name: string): string {
+  return readFileSync(
+    new URL(`./scripts/${name}.lua`, import.meta.url),
+    'utf8',
+  );
+}
+
+const grantNext = readScript('grant-next');
+
+/**
+ * Every script, read once when this module loads. Scripts that may free a lock
+ * get the shared hand-off prelude in front; the text is fixed from then on, so
+ * ioredis runs each with EVALSHA and falls back to EVAL after a NOSCRIPT
+ * (for example after Redis restarted and lost its script cache).
+ */
+const scripts = {
+  lockAcquire: {
+    numberOfKeys: 3,
+    lua: `${grantNext}\n${readScript('acquire')}`,
+  },
+  lockRelease: {
+    numberOfKeys: 3,
+    lua: `${grantNext}\n${readScript('release')}`,
+  },
+  lockKick: { numberOfKeys: 3, lua: `${grantNext}\n${readScript('kick')}` },
+  lockCancel: { numberOfKeys: 3, lua: readScript('cancel') },
+  lockExtend: { numberOfKeys: 1, lua: readScript('extend') },
+} as const;
+
+type ScriptName = keyof typeof scripts;
+
+/** The script commands this backend adds to its ioredis client. */
+export type LockScriptCommands = {
+  [K in ScriptName]: (...keysAndArgs: (string | number)[]) => Promise<unknown>;
+};
+
+const prefix = 'distributedLock';
+
+/** Registers the scripts on `client` (idempotent) and returns typed callers. */
+export function defineLockScripts(client: Redis | Cluster): LockScriptCommands {
+  const target = client as unknown as Record<string, unknown>;
+  const commands = {} as Record<ScriptName, LockScriptCommands[ScriptName]>;
+  for (const name of Object.keys(scripts) as ScriptName[]) {
+    const commandName = `${prefix}${name[0].toUpperCase()}${name.slice(1)}`;
+    if (typeof target[commandName] !== 'function') {
+      client.defineCommand(commandName, scripts[name]);
+    }
+    const command = target[commandName] as (
+      ...args: unknown[]
+    ) => Promise<unknown>;
+    commands[name] = (...keysAndArgs) => command.apply(client, keysAndArgs);
+  }
+  return commands as LockScriptCommands;
+}

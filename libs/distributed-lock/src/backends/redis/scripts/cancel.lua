@@ -1,0 +1,9 @@
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue
+-- ARGV[1] token, ARGV[2] the waiter's queue entry
+-- A waiter gives up. If the lock was handed to it meanwhile, it keeps it:
+-- returns {1, fence, pttl}. Otherwise it leaves the queue: returns {0, pttl}.
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return { 1, tonumber(redis.call('get', KEYS[2])), redis.call('pttl', KEYS[1]) }
+end
+redis.call('lrem', KEYS[3], 1, ARGV[2])
+return { 0, redis.call('pttl', KEYS[1]) }

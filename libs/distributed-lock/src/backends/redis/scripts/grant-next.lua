@@ -1,0 +1,42 @@
+-- Shared prelude, prepended once at load time to every script that can free a
+-- lock (acquire, release, kick). Nothing here is built per call.
+--
+-- Queue entries are "<deadline ms>|<grant lease ms>|<token>|<wake list key>".
+-- A hand-off message pushed to the waiter's wake list is "<token>|<fence>|<lock key>".
+if redis.replicate_commands then
+  redis.replicate_commands()
+end
+
+local function now_ms()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Gives the free lock to the oldest queued waiter that is still waiting, and
+-- wakes only that waiter. Entries whose wait deadline has passed are dropped:
+-- their owners gave up, so they must not stall the queue. Because this runs
+-- inside the same script that freed the lock, nobody can take the lock between
+-- the release and the hand-off, which is what makes the queue fair.
+-- When the waiter lives in the calling process (its wake list is `local_list`),
+-- nothing is pushed: the hand-off is returned and delivered in memory.
+-- Returns false, true, or "<token>|<fence>" for a local hand-off.
+local function grant_next(lock_key, fence_key, queue_key, now, local_list)
+  while true do
+    local entry = redis.call('lpop', queue_key)
+    if not entry then
+      return false
+    end
+    local deadline, lease, token, wake_list = string.match(entry, '^(%d+)|(%d+)|([^|]+)|(.+)$')
+    if deadline and tonumber(deadline) >= now then
+      local fence = redis.call('incr', fence_key)
+      redis.call('set', lock_key, token, 'px', lease)
+      if wake_list == local_list then
+        return token .. '|' .. fence
+      end
+      redis.call('rpush', wake_list, token .. '|' .. fence .. '|' .. lock_key)
+      -- A wake list whose process vanished must not live forever.
+      redis.call('pexpire', wake_list, 60000)
+      return true
+    end
+  end
+end

@@ -1,0 +1,16 @@
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue
+-- ARGV[1] token, ARGV[2] the caller's wake list
+-- Compare-and-delete: only the owner's token frees the lock, so a holder whose
+-- lease ran out can never delete the lock of whoever holds it now. The freed
+-- lock goes straight to the next queued waiter in the same atomic step.
+-- Returns 1 when released, 0 when the token no longer owned the lock, or
+-- "<token>|<fence>" when released and handed to a waiter of the caller's process.
+if redis.call('get', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('del', KEYS[1])
+local handed = grant_next(KEYS[1], KEYS[2], KEYS[3], now_ms(), ARGV[2])
+if type(handed) == 'string' then
+  return handed
+end
+return 1
