@@ -1,0 +1,158 @@
+import { LockBackendError, LockLostError } from '../errors/lock-errors.js';
+import type { LockBackend } from '../backends/lock-backend.js';
+import type { LockLostReason } from './lock-events.js';
+
+/** How a hold keeps its lease. */
+export interface LeasePolicy {
+  /** Lease length in ms. */
+  readonly leaseMs: number;
+  /** True: renew every leaseMs/3 until released (no explicit `leaseTime`). */
+  readonly watchdog: boolean;
+}
+
+export interface HeldKeyInit {
+  readonly name: string;
+  /** Identifies this hold in the async-call-chain scope: owning service + store key. */
+  readonly scopeKey: string;
+  readonly storeKey: string;
+  readonly token: string;
+  readonly fencingToken: number;
+  readonly policy: LeasePolicy;
+  /** Lease the backend actually set; may be shorter than the policy's. */
+  readonly grantedLeaseMs: number;
+  /** When the acquisition was sent, so the local expiry errs early, never late. */
+  readonly sentAt: number;
+  readonly backend: LockBackend;
+  readonly onLost: (held: HeldKey, reason: LockLostReason) => void;
+}
+
+/**
+ * One lock key held by this process, shared by every reentrant hold of it in
+ * the same call chain. It keeps the lease alive (watchdog) or watches it end
+ * (explicit lease), and aborts {@link signal} the moment the lock is known lost.
+ */
+export class HeldKey {
+  readonly name: string;
+  readonly scopeKey: string;
+  readonly storeKey: string;
+  readonly token: string;
+  readonly fencingToken: number;
+  readonly policy: LeasePolicy;
+  /** Local estimate of when the lease ends (ms since epoch). */
+  expiresAt: number;
+  /** Reentrant holds not yet released. */
+  holds = 1;
+  private readonly controller = new AbortController();
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  private readonly backend: LockBackend;
+  private readonly onLost: HeldKeyInit['onLost'];
+
+  constructor(init: HeldKeyInit) {
+    this.name = init.name;
+    this.scopeKey = init.scopeKey;
+    this.storeKey = init.storeKey;
+    this.token = init.token;
+    this.fencingToken = init.fencingToken;
+    this.policy = init.policy;
+    this.backend = init.backend;
+    this.onLost = init.onLost;
+    this.expiresAt = init.sentAt + init.grantedLeaseMs;
+    if (init.policy.watchdog || init.grantedLeaseMs < init.policy.leaseMs) {
+      // A hand-off grants a short lease first: top it up well before it ends.
+      this.scheduleRenewal(
+        Math.min(init.grantedLeaseMs, init.policy.leaseMs) / 3,
+      );
+    } else {
+      this.scheduleExpiryNotice();
+    }
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get lost(): boolean {
+    return this.controller.signal.aborted;
+  }
+
+  /** Sets the remaining lease to `leaseMs`; false (and lost) when the lock is no longer ours. */
+  async extend(leaseMs: number): Promise<boolean> {
+    if (this.lost || this.stopped) return false;
+    const sentAt = Date.now();
+    const owned = await this.backend.extend(this.storeKey, this.token, leaseMs);
+    if (!owned) {
+      this.markLost('taken-over');
+      return false;
+    }
+    this.expiresAt = sentAt + leaseMs;
+    if (!this.policy.watchdog) {
+      clearTimeout(this.timer);
+      this.scheduleExpiryNotice();
+    }
+    return true;
+  }
+
+  /** Frees the key in the store. False when it had been lost already. */
+  async release(): Promise<boolean> {
+    this.stop();
+    const wasLost = this.lost;
+    const released = await this.backend.release(this.storeKey, this.token);
+    if (!released && !wasLost) this.markLost('taken-over');
+    return released && !wasLost;
+  }
+
+  /** Stops renewing (release, shutdown). */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private scheduleRenewal(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.renew(), Math.max(1, delayMs));
+    this.timer.unref();
+  }
+
+  private async renew(): Promise<void> {
+    if (this.stopped || this.lost) return;
+    try {
+      const owned = await this.extend(this.policy.leaseMs);
+      if (!owned) return;
+      if (this.policy.watchdog) this.scheduleRenewal(this.policy.leaseMs / 3);
+    } catch (error) {
+      if (!(error instanceof LockBackendError)) throw error;
+      const left = this.expiresAt - Date.now();
+      if (left <= 0) {
+        this.markLost('renewal-failed');
+      } else {
+        // Redis is away: try again before the lease runs out.
+        this.scheduleRenewal(Math.max(50, left / 3));
+      }
+    }
+  }
+
+  /** An explicit lease just ends: tell the holder when it does. */
+  private scheduleExpiryNotice(): void {
+    if (this.stopped) return;
+    const left = this.expiresAt - Date.now();
+    this.timer = setTimeout(
+      () => {
+        if (!this.stopped) this.markLost('lease-expired');
+      },
+      Math.max(0, left),
+    );
+    this.timer.unref();
+  }
+
+  private markLost(reason: LockLostReason): void {
+    if (this.lost) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.controller.abort(
+      new LockLostError(this.name, `Lock "${this.name}" was lost (${reason})`),
+    );
+    this.onLost(this, reason);
+  }
+}

@@ -1,0 +1,91 @@
+import type { HeldKey } from './held-key.js';
+import { lockScope } from './lock-scope.js';
+
+/**
+ * A held lock on one or more keys. Release it exactly once, in a `finally`
+ * (or use `LockService.using`, which does).
+ */
+export class LockHandle {
+  /** The keys held, without prefix, in canonical (acquisition) order. */
+  readonly keys: readonly string[];
+  /** The random owner token of this acquisition (shared by reentrant holds). */
+  readonly token: string;
+  /**
+   * Fencing token of the first key: a number that strictly increases with every
+   * new acquisition of that key, by anyone. Pass it to the resource you protect
+   * and let it reject writes carrying a smaller number than it has seen.
+   */
+  readonly fencingToken: number;
+  /** Fencing token per key. */
+  readonly fencingTokens: ReadonlyMap<string, number>;
+  /** Aborted, with a `LockLostError` as reason, as soon as any key is known lost. */
+  readonly signal: AbortSignal;
+  /** True when this hold joined a lock the same call chain already held. */
+  readonly reentrant: boolean;
+
+  private releasing?: Promise<boolean>;
+
+  /** @internal Created by LockService. */
+  constructor(
+    private readonly held: readonly HeldKey[],
+    private readonly onRelease: (held: readonly HeldKey[]) => Promise<boolean>,
+    reentrant: boolean,
+  ) {
+    this.keys = held.map((h) => h.name);
+    this.token = held[0].token;
+    this.fencingToken = held[0].fencingToken;
+    this.fencingTokens = new Map(held.map((h) => [h.name, h.fencingToken]));
+    this.reentrant = reentrant;
+    this.signal =
+      held.length === 1
+        ? held[0].signal
+        : AbortSignal.any(held.map((h) => h.signal));
+  }
+
+  /** Local estimate (ms since epoch) of when the earliest lease ends. */
+  get expiresAt(): number {
+    return Math.min(...this.held.map((h) => h.expiresAt));
+  }
+
+  /** Whether the lock is known lost. */
+  get lost(): boolean {
+    return this.signal.aborted;
+  }
+
+  /**
+   * Sets the remaining lease of every key to `leaseMs`. Resolves false (and
+   * aborts {@link signal}) when a key is no longer ours.
+   */
+  async extend(leaseMs: number): Promise<boolean> {
+    if (!(leaseMs > 0) || !Number.isFinite(leaseMs)) {
+      throw new RangeError(
+        `extend() needs a positive lease in ms, got ${leaseMs}`,
+      );
+    }
+    const results = await Promise.all(this.held.map((h) => h.extend(leaseMs)));
+    return results.every(Boolean);
+  }
+
+  /**
+   * Releases this hold. The keys are freed in the store (and handed to the next
+   * waiter) when the outermost reentrant hold is released. Resolves false when
+   * the lock had been lost: the other owner's lock is never touched. Calling it
+   * again returns the first result.
+   */
+  release(): Promise<boolean> {
+    this.releasing ??= this.onRelease(this.held);
+    return this.releasing;
+  }
+
+  /**
+   * Runs `fn` as the holder of this lock: nested acquisitions of these keys
+   * inside `fn`'s async call chain are reentrant, and `currentLock()` returns
+   * this handle.
+   */
+  run<T>(fn: () => T): T {
+    const outer = lockScope.getStore()?.held;
+    const held = new Map(outer);
+    for (const h of this.held) held.set(h.scopeKey, h);
+    return lockScope.run({ held, handle: this }, fn);
+  }
+}

@@ -1,0 +1,268 @@
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { Logger } from '@nestjs/common';
+import type { LockBackend } from '../backends/lock-backend.js';
+import {
+  LockError,
+  LockLostError,
+  LockNotAcquiredError,
+} from '../errors/lock-errors.js';
+import { validateLockKey } from '../key-template/key-template.js';
+import { HeldKey, type LeasePolicy } from './held-key.js';
+import type { LockEventMap, LockLostReason } from './lock-events.js';
+import { LockHandle } from './lock-handle.js';
+import { lockScope } from './lock-scope.js';
+
+/** Per-call options of {@link LockService.acquire} and friends. */
+export interface LockOptions {
+  /**
+   * Lease in ms. Given: the lock expires after it and is never renewed.
+   * Omitted: a watchdog renews the lease while the holder runs.
+   */
+  readonly leaseTime?: number;
+  /** How long to wait for a busy lock, in ms; 0 tries once. */
+  readonly waitTime?: number;
+  /** Aborting it stops waiting. */
+  readonly signal?: AbortSignal;
+}
+
+/** Settings the service runs with (the module fills them from its options). */
+export interface LockServiceSettings {
+  readonly backend: LockBackend;
+  /** Prefix of every lock key in the store. */
+  readonly keyPrefix: string;
+  /** Default explicit lease; undefined means watchdog. */
+  readonly leaseTime?: number;
+  /** Lease kept alive by the watchdog. */
+  readonly watchdogLeaseTime: number;
+  /** Default wait. */
+  readonly waitTime: number;
+  readonly maxKeyLength: number;
+}
+
+/**
+ * Acquires and releases distributed locks. Inject it anywhere once
+ * `DistributedLockModule` is imported.
+ */
+export class LockService {
+  /** Emits `lost` when a held lock expires or is taken over while still held. */
+  readonly events = new EventEmitter<LockEventMap>();
+  private readonly logger = new Logger('DistributedLock');
+  private readonly instanceId = randomBytes(6).toString('hex');
+  private readonly active = new Set<HeldKey>();
+  private closed = false;
+
+  constructor(private readonly settings: LockServiceSettings) {}
+
+  /**
+   * Acquires every key (all or nothing, in a canonical order so that two callers
+   * can never deadlock), waiting up to `waitTime` in total.
+   *
+   * @throws LockNotAcquiredError when still busy after `waitTime`
+   * @throws LockKeyError for an empty, malformed or too long key
+   * @throws LockBackendError when the store cannot be reached in bounded time
+   * @throws LockLostError when a reentrant acquisition finds the outer lock lost
+   */
+  async acquire(
+    keyOrKeys: string | readonly string[],
+    options: LockOptions = {},
+  ): Promise<LockHandle> {
+    if (this.closed) throw new LockNotAcquiredError(String(keyOrKeys), 0);
+    const names = this.canonicalKeys(keyOrKeys);
+    const policy = this.leasePolicy(options.leaseTime);
+    const waitTime = checkedMs(
+      'waitTime',
+      options.waitTime ?? this.settings.waitTime,
+      true,
+    );
+    const startedAt = Date.now();
+    const deadline = startedAt + waitTime;
+    const token = randomBytes(16).toString('base64url');
+    const outer = lockScope.getStore()?.held;
+
+    const taken: HeldKey[] = [];
+    let reentrant = true;
+    try {
+      for (const name of names) {
+        const storeKey = this.storeKey(name);
+        const scopeKey = `${this.instanceId}|${storeKey}`;
+        const joined = outer?.get(scopeKey);
+        if (joined) {
+          if (joined.lost)
+            throw new LockLostError(
+              name,
+              `Lock "${name}" held by the calling chain was lost`,
+            );
+          joined.holds += 1;
+          taken.push(joined);
+          continue;
+        }
+        reentrant = false;
+        const sentAt = Date.now();
+        const result = await this.settings.backend.acquire({
+          key: storeKey,
+          token,
+          leaseMs: policy.leaseMs,
+          waitMs: Math.max(0, deadline - sentAt),
+          signal: options.signal,
+        });
+        if (!result.acquired) {
+          throw new LockNotAcquiredError(
+            name,
+            Date.now() - startedAt,
+            result.retryAfterMs,
+          );
+        }
+        const held = new HeldKey({
+          name,
+          scopeKey,
+          storeKey,
+          token,
+          fencingToken: result.fencingToken,
+          policy,
+          grantedLeaseMs: result.leaseMs,
+          sentAt,
+          backend: this.settings.backend,
+          onLost: (lost, reason) => this.reportLost(lost, reason),
+        });
+        this.active.add(held);
+        taken.push(held);
+      }
+    } catch (error) {
+      await this.releaseHeld(taken).catch(() => undefined);
+      throw error;
+    }
+    return new LockHandle(taken, (held) => this.releaseHeld(held), reentrant);
+  }
+
+  /** Like {@link acquire} with `waitTime: 0` by default, but resolves null when busy. */
+  async tryAcquire(
+    keyOrKeys: string | readonly string[],
+    options: LockOptions = {},
+  ): Promise<LockHandle | null> {
+    try {
+      return await this.acquire(keyOrKeys, { waitTime: 0, ...options });
+    } catch (error) {
+      if (error instanceof LockNotAcquiredError) return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `fn` holding the lock and always releases it, when `fn` throws too.
+   * Nested acquisitions of the same keys inside `fn` are reentrant.
+   */
+  async using<T>(
+    keyOrKeys: string | readonly string[],
+    fn: (lock: LockHandle) => T | Promise<T>,
+    options: LockOptions = {},
+  ): Promise<T> {
+    const handle = await this.acquire(keyOrKeys, options);
+    try {
+      return await handle.run(() => fn(handle));
+    } finally {
+      await this.releaseQuietly(handle);
+    }
+  }
+
+  /** Whether anyone holds `key` right now. */
+  async isLocked(key: string): Promise<boolean> {
+    return this.settings.backend.isLocked(
+      this.storeKey(validateLockKey(key, this.settings.maxKeyLength)),
+    );
+  }
+
+  /** The key as stored, e.g. `lock:{coupon:1}` (the braces keep a lock's keys in one Cluster slot). */
+  storeKey(name: string): string {
+    return `${this.settings.keyPrefix}{${name}}`;
+  }
+
+  /** @internal Releases without throwing; used where a failed release must not mask the result. */
+  async releaseQuietly(handle: LockHandle): Promise<void> {
+    try {
+      await handle.release();
+    } catch (error) {
+      this.logger.warn(
+        `Releasing ${handle.keys.join(', ')} failed (${(error as Error).message}); it ends with its lease`,
+      );
+    }
+  }
+
+  /** Stops every watchdog and closes the backend. Held locks end with their leases. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const held of this.active) held.stop();
+    this.active.clear();
+    await this.settings.backend.close();
+  }
+
+  private async releaseHeld(held: readonly HeldKey[]): Promise<boolean> {
+    const results = await Promise.allSettled(
+      // Reverse order: the last key taken is the first given back.
+      held.toReversed().map(async (h) => {
+        h.holds -= 1;
+        if (h.holds > 0) return !h.lost;
+        this.active.delete(h);
+        return h.release();
+      }),
+    );
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return results.every((r) => r.status === 'fulfilled' && r.value);
+  }
+
+  private reportLost(held: HeldKey, reason: LockLostReason): void {
+    this.logger.warn(`Lock "${held.name}" lost while held (${reason})`);
+    try {
+      this.events.emit('lost', {
+        key: held.name,
+        token: held.token,
+        fencingToken: held.fencingToken,
+        reason,
+      });
+    } catch (error) {
+      this.logger.error(`A "lost" listener threw: ${(error as Error).message}`);
+    }
+  }
+
+  private canonicalKeys(keyOrKeys: string | readonly string[]): string[] {
+    const keys = typeof keyOrKeys === 'string' ? [keyOrKeys] : [...keyOrKeys];
+    if (keys.length === 0)
+      throw new RangeError('acquire() needs at least one key');
+    const valid = keys.map((key) =>
+      validateLockKey(key, this.settings.maxKeyLength),
+    );
+    return [...new Set(valid)].toSorted();
+  }
+
+  private leasePolicy(leaseTime: number | undefined): LeasePolicy {
+    const explicit = leaseTime ?? this.settings.leaseTime;
+    if (explicit === undefined) {
+      return { leaseMs: this.settings.watchdogLeaseTime, watchdog: true };
+    }
+    return {
+      leaseMs: checkedMs('leaseTime', explicit, false),
+      watchdog: false,
+    };
+  }
+}
+
+function checkedMs(name: string, value: number, zeroAllowed: boolean): number {
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value < 0 ||
+    (!zeroAllowed && value === 0)
+  ) {
+    throw new RangeError(
+      `${name} must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of ms, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+/** True for any error this library throws. */
+export function isLockError(error: unknown): error is LockError {
+  return error instanceof LockError;
+}
