@@ -1,0 +1,114 @@
+import { Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { Redis } from 'ioredis';
+import type { LockBackend } from '../backends/lock-backend.js';
+import { RedisLockBackend } from '../backends/redis/redis-lock-backend.js';
+import { DistributedLockInterceptor } from '../interceptor/distributed-lock.interceptor.js';
+import { LockService } from '../lock-service/lock.service.js';
+import { LockExplorer } from './lock-explorer.js';
+import {
+  ConfigurableModuleClass,
+  DISTRIBUTED_LOCK_OPTIONS,
+} from './distributed-lock.module-definition.js';
+import {
+  lockOptionDefaults,
+  resolveLockOptions,
+  type DistributedLockModuleOptions,
+  type ResolvedLockOptions,
+} from './distributed-lock.options.js';
+
+/**
+ * Distributed locks on Redis for a Nest application.
+ *
+ * ```ts
+ * DistributedLockModule.forRoot({ redis: process.env.REDIS_URL, isGlobal: true })
+ * ```
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    {
+      provide: LockService,
+      inject: [DISTRIBUTED_LOCK_OPTIONS],
+      useFactory: (options: DistributedLockModuleOptions) =>
+        createLockService(options),
+    },
+    LockExplorer,
+    { provide: APP_INTERCEPTOR, useClass: DistributedLockInterceptor },
+  ],
+  exports: [LockService],
+})
+export class DistributedLockModule extends ConfigurableModuleClass {}
+
+/** A LockService that closes its backend (and any connection it opened) on shutdown. */
+class ManagedLockService extends LockService implements OnApplicationShutdown {
+  async onApplicationShutdown(): Promise<void> {
+    await this.close();
+  }
+}
+
+function createLockService(options: DistributedLockModuleOptions): LockService {
+  const resolved = resolveLockOptions(options);
+  return new ManagedLockService({
+    backend: options.backend ?? createRedisBackend(options, resolved),
+    keyPrefix: resolved.keyPrefix,
+    leaseTime: resolved.leaseTime,
+    watchdogLeaseTime: resolved.watchdogLeaseTime,
+    waitTime: resolved.waitTime,
+    maxKeyLength: resolved.maxKeyLength,
+  });
+}
+
+function createRedisBackend(
+  options: DistributedLockModuleOptions,
+  resolved: ResolvedLockOptions,
+): LockBackend {
+  const { redis } = options;
+  const backendOptions = {
+    commandTimeoutMs: resolved.commandTimeout,
+    handoffLeaseMs: resolved.handoffLeaseTime,
+    keyPrefix: resolved.keyPrefix,
+  };
+  if (isRedisClient(redis)) {
+    return new RedisLockBackend({
+      client: redis,
+      ownsClient: false,
+      ...backendOptions,
+    });
+  }
+  const connection = {
+    // Fail a command quickly when Redis is away instead of retrying it for long;
+    // every lock call is also bounded by `commandTimeout`.
+    maxRetriesPerRequest: 1,
+    connectTimeout: resolved.commandTimeout,
+  };
+  let client: Redis;
+  if (redis === undefined || typeof redis === 'string') {
+    client = new Redis(redis ?? lockOptionDefaults.redisUrl, connection);
+  } else {
+    const { url, ...rest } = redis;
+    client = url
+      ? new Redis(url, { ...connection, ...rest })
+      : new Redis({ ...connection, ...rest });
+  }
+  const logger = new Logger('DistributedLock');
+  let lastError = '';
+  client.on('error', (error: Error) => {
+    // ioredis reports every failed reconnect; say it once per distinct error.
+    if (error.message !== lastError) logger.warn(`Redis: ${error.message}`);
+    lastError = error.message;
+  });
+  client.on('ready', () => {
+    lastError = '';
+  });
+  return new RedisLockBackend({ client, ownsClient: true, ...backendOptions });
+}
+
+function isRedisClient(value: unknown): value is Redis {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Redis).duplicate === 'function' &&
+    typeof (value as Redis).defineCommand === 'function'
+  );
+}

@@ -1,0 +1,159 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { Redis, RedisOptions } from 'ioredis';
+import type { LockBackend } from '../backends/lock-backend.js';
+import type { LockError } from '../errors/lock-errors.js';
+
+/** HTTP statuses (and RPC error statuses) the interceptor answers lock failures with. */
+export interface LockErrorStatuses {
+  /** Still busy after `waitTime` (`LockNotAcquiredError`). Default 409. */
+  readonly notAcquired?: number;
+  /** The key could not be built from the request (`LockKeyError`). Default 400. */
+  readonly invalidKey?: number;
+  /** Redis unreachable or too slow (`LockBackendError`). Default 503. */
+  readonly backendUnavailable?: number;
+  /** A reentrant acquisition found its outer lock lost (`LockLostError`). Default 409. */
+  readonly lost?: number;
+}
+
+/** Options of `DistributedLockModule.forRoot` / `forRootAsync`. */
+export interface DistributedLockModuleOptions {
+  /**
+   * Where locks live: an existing ioredis client (used as is, never closed by
+   * the module), or a URL (`redis://`, `rediss://` for TLS, with
+   * `user:password@` for ACL users) or ioredis options for a connection the
+   * module opens and closes on shutdown. Default `redis://127.0.0.1:6379`.
+   */
+  readonly redis?: Redis | string | (RedisOptions & { readonly url?: string });
+  /**
+   * A lock store to use instead of `redis`, e.g. `new MemoryLockBackend()` in
+   * unit tests. The module closes it on shutdown.
+   */
+  readonly backend?: LockBackend;
+  /** Prefix of every lock key in Redis. Default `'lock:'`. */
+  readonly keyPrefix?: string;
+  /**
+   * Default lease in ms. When set, locks expire after it and are not renewed.
+   * Default: unset, so a watchdog keeps each lock for as long as its holder runs.
+   */
+  readonly leaseTime?: number;
+  /** Lease the watchdog keeps alive, renewed every third of it. Default 30000 ms. */
+  readonly watchdogLeaseTime?: number;
+  /** Default time to wait for a busy lock, in ms (0 tries once). Default 5000 ms. */
+  readonly waitTime?: number;
+  /** Longest lock key (without prefix), in UTF-8 bytes. Default 512. */
+  readonly maxKeyLength?: number;
+  /** Longest time one Redis call may take before failing with `LockBackendError`. Default 2000 ms. */
+  readonly commandTimeout?: number;
+  /**
+   * Lease a lock gets when handed to a queued waiter, before the waiter applies
+   * its own: bounds how long a waiter that died in the queue stalls the others.
+   * Default 3000 ms.
+   */
+  readonly handoffLeaseTime?: number;
+  /** Status codes for lock failures answered by the interceptor. */
+  readonly statuses?: LockErrorStatuses;
+  /**
+   * Seconds for the `Retry-After` header on busy (409) and unavailable (503)
+   * answers; `'lease'` uses the holder's remaining lease (rounded up, at least
+   * 1), a good hint only for explicit leases; `false` sends none. Default 1.
+   */
+  readonly retryAfter?: number | 'lease' | false;
+  /**
+   * Full control over failure responses: return the error to throw instead
+   * (e.g. an `HttpException`), or undefined to use the default mapping.
+   */
+  readonly mapError?: (error: LockError, context: ExecutionContext) => unknown;
+}
+
+/** Extra options of `forRoot` / `forRootAsync`. */
+export interface DistributedLockModuleExtras {
+  /** Register the module globally, so feature modules need not import it. Default false. */
+  readonly isGlobal?: boolean;
+}
+
+/** Module options with every default applied. */
+export interface ResolvedLockOptions extends Required<
+  Pick<
+    DistributedLockModuleOptions,
+    | 'keyPrefix'
+    | 'watchdogLeaseTime'
+    | 'waitTime'
+    | 'maxKeyLength'
+    | 'commandTimeout'
+    | 'handoffLeaseTime'
+    | 'retryAfter'
+  >
+> {
+  readonly leaseTime?: number;
+  readonly statuses: Required<LockErrorStatuses>;
+  readonly mapError?: DistributedLockModuleOptions['mapError'];
+}
+
+export const lockOptionDefaults = {
+  redisUrl: 'redis://127.0.0.1:6379',
+  keyPrefix: 'lock:',
+  watchdogLeaseTime: 30_000,
+  waitTime: 5_000,
+  maxKeyLength: 512,
+  commandTimeout: 2_000,
+  handoffLeaseTime: 3_000,
+  retryAfter: 1,
+  statuses: {
+    notAcquired: 409,
+    invalidKey: 400,
+    backendUnavailable: 503,
+    lost: 409,
+  },
+} as const;
+
+/** Applies defaults and rejects nonsense at startup rather than at the first request. */
+export function resolveLockOptions(
+  options: DistributedLockModuleOptions,
+): ResolvedLockOptions {
+  const resolved: ResolvedLockOptions = {
+    keyPrefix: options.keyPrefix ?? lockOptionDefaults.keyPrefix,
+    leaseTime: options.leaseTime,
+    watchdogLeaseTime:
+      options.watchdogLeaseTime ?? lockOptionDefaults.watchdogLeaseTime,
+    waitTime: options.waitTime ?? lockOptionDefaults.waitTime,
+    maxKeyLength: options.maxKeyLength ?? lockOptionDefaults.maxKeyLength,
+    commandTimeout: options.commandTimeout ?? lockOptionDefaults.commandTimeout,
+    handoffLeaseTime:
+      options.handoffLeaseTime ?? lockOptionDefaults.handoffLeaseTime,
+    retryAfter: options.retryAfter ?? lockOptionDefaults.retryAfter,
+    statuses: { ...lockOptionDefaults.statuses, ...options.statuses },
+    mapError: options.mapError,
+  };
+  const positive = [
+    'watchdogLeaseTime',
+    'maxKeyLength',
+    'commandTimeout',
+    'handoffLeaseTime',
+  ] as const;
+  for (const name of positive) {
+    if (!(resolved[name] > 0) || !Number.isFinite(resolved[name])) {
+      throw new RangeError(
+        `DistributedLockModule: ${name} must be a positive number, got ${resolved[name]}`,
+      );
+    }
+  }
+  if (!(resolved.waitTime >= 0) || !Number.isFinite(resolved.waitTime)) {
+    throw new RangeError(
+      `DistributedLockModule: waitTime must be >= 0, got ${resolved.waitTime}`,
+    );
+  }
+  if (
+    resolved.leaseTime !== undefined &&
+    (!(resolved.leaseTime > 0) || !Number.isFinite(resolved.leaseTime))
+  ) {
+    throw new RangeError(
+      `DistributedLockModule: leaseTime must be a positive number, got ${resolved.leaseTime}`,
+    );
+  }
+  if (/[{}]/.test(resolved.keyPrefix)) {
+    throw new RangeError(
+      'DistributedLockModule: keyPrefix must not contain "{" or "}" (Redis Cluster hash tags)',
+    );
+  }
+  return resolved;
+}
