@@ -1,12 +1,11 @@
 import swc from 'unplugin-swc';
-import tsconfigPaths from 'vite-tsconfig-paths';
 import { defineConfig } from 'vitest/config';
 
 // esbuild/oxc transforms drop decorator metadata (`design:paramtypes`), which
 // Nest's dependency injection and our key-template checks rely on: SWC keeps it.
 export default defineConfig({
+  resolve: { tsconfigPaths: true },
   plugins: [
-    tsconfigPaths(),
     swc.vite({
       module: { type: 'es6' },
       jsc: {
