@@ -64,6 +64,8 @@ export class LockNotAcquiredError extends LockError {
 export class LockBackendError extends LockError {
   readonly code = 'LOCK_BACKEND_UNAVAILABLE';
 
+  // Widens the base class's protected constructor.
+  // oxlint-disable-next-line no-useless-constructor
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
