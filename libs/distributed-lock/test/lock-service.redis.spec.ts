@@ -84,6 +84,39 @@ describe('mutual exclusion', () => {
   });
 });
 
+describe('scripts', () => {
+  it('runs every verb by EVALSHA and recovers from a flushed script cache (NOSCRIPT)', async () => {
+    const locks = service();
+    const monitor = await redis.monitor();
+    const commands: string[] = [];
+    // Commands run inside scripts are reported too; keep what clients sent.
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (!source.includes('lua')) commands.push(args[0].toLowerCase());
+    });
+    await locks.using('scripted', () => undefined);
+    await redis.script('FLUSH');
+    await locks.using('scripted', () => undefined);
+    await locks.using('scripted', () => undefined);
+    await locks.using('scripted', () => undefined);
+    // 4 acquire/release pairs, the flush and two EVALSHAs refused with NOSCRIPT,
+    // as MONITOR reports them (asynchronously).
+    await eventually(() => commands.length >= 11);
+    monitor.disconnect();
+    expect(commands).not.toContain('set');
+    expect(commands).not.toContain('del');
+    // After the flush the scripts are sent again once (EVAL after NOSCRIPT)...
+    expect(commands.slice(commands.indexOf('script'))).toContain('eval');
+    // ...and from then on referred to by their SHA only.
+    expect(commands.slice(-4)).toEqual([
+      'evalsha',
+      'evalsha',
+      'evalsha',
+      'evalsha',
+    ]);
+    expect(await redis.exists('lock:{scripted}')).toBe(0);
+  });
+});
+
 describe('ownership', () => {
   it('uses a fresh random token of at least 128 bits per acquisition', async () => {
     const locks = service();
