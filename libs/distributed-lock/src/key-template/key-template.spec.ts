@@ -207,7 +207,7 @@ describe('compileLockKeys: template syntax', () => {
     'coupon:<10>',
     'order:<0.user_id>:<0.$meta.items.12.sku>',
     'with space and ünïcödé 😀:<0>',
-    '<0><1>',
+    '<0>:<1>',
     "a'()*!~-_.:<0>",
   ])('accepts %j', (template) => {
     expect(() => compileLockKeys(template, origin)).not.toThrow();
@@ -712,5 +712,28 @@ describe('property: a resolved key never contains a placeholder that went wrong'
       expect(key).not.toMatch(/undefined|null|object|NaN|Infinity|[{}\s]/);
     }
     expect(built).toBeGreaterThan(500);
+  });
+});
+
+describe('value boundaries', () => {
+  it.each(['<0>-<1>', '<0><1>', 'user-<0>x', '<0>.<1>', 'a<0>_'])(
+    'rejects %j at startup: the end of a value would be ambiguous',
+    (template) => {
+      expect(() =>
+        compileLockKeys(template, { className: 'C', methodName: 'm' }),
+      ).toThrow(/must end the template or be followed by a separator/);
+    },
+  );
+
+  it.each(['<0>:<1>', 'seat:<0>/<1>', 'x:<0>', '<0>|tail', '<0> <1>'])(
+    'accepts %j',
+    (template) => {
+      expect(() => compileLockKeys(template)).not.toThrow();
+    },
+  );
+
+  it('keeps distinct argument lists apart when separated by ":"', () => {
+    const keys = compileLockKeys('<0>:<1>');
+    expect(keys.resolve(['a:b', 'c'])).not.toEqual(keys.resolve(['a', 'b:c']));
   });
 });

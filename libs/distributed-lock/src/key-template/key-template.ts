@@ -225,8 +225,25 @@ function parseTemplate(
     }
     parts.push(parsePlaceholder(template.slice(open + 1, close), open, fail));
     cursor = close + 1;
+    if (
+      cursor < template.length &&
+      (template[cursor] === '<' || !isAlwaysEncoded(template[cursor]))
+    ) {
+      // Values never contain an encoded character, so one right after a
+      // placeholder marks unambiguously where the value ends. With "-" there,
+      // 'a-b','c' and 'a','b-c' would build the same key for "<0>-<1>".
+      throw fail(
+        `the placeholder at position ${open} must end the template or be followed by a separator ` +
+          `such as ":" that values can never contain (found ${JSON.stringify(template[cursor])})`,
+      );
+    }
   }
   return parts;
+}
+
+/** True for a character that {@link encodeKeyPart} always percent-encodes. */
+function isAlwaysEncoded(char: string): boolean {
+  return encodeURIComponent(char) !== char;
 }
 
 function parsePlaceholder(
