@@ -70,6 +70,9 @@ export class DistributedLockInterceptor implements NestInterceptor {
   }
 
   private translate(error: LockError, context: ExecutionContext): unknown {
+    const type = context.getType<string>();
+    // The hint holds whoever shapes the body, so a custom mapping keeps it too.
+    if (type === 'http') this.setRetryAfter(error, context);
     const custom = this.options.mapError?.(error, context);
     if (custom !== undefined) return custom;
     const status = this.statusOf(error);
@@ -83,11 +86,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
         ? { key: error.key }
         : {}),
     };
-    const type = context.getType<string>();
-    if (type === 'http') {
-      this.setRetryAfter(error, context);
-      return new HttpException(body, status, { cause: error });
-    }
+    if (type === 'http') return new HttpException(body, status, { cause: error });
     if (type === 'rpc') return rpcException(body, error);
     return error;
   }

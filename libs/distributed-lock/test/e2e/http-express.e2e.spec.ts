@@ -1,0 +1,3 @@
+import { defineHttpLockSuite } from './http-fixtures.js';
+
+defineHttpLockSuite('express');

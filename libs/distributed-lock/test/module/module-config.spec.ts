@@ -1,0 +1,446 @@
+import { Injectable, Module, type ModuleMetadata } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import {
+  DistributedLockModule,
+  LockBackendError,
+  LockNotAcquiredError,
+  LockService,
+  MemoryLockBackend,
+  type DistributedLockModuleOptions,
+} from '@app/distributed-lock';
+import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
+import { runTs } from '../../../../test/support/processes.js';
+import {
+  startRedisServer,
+  type RedisServerHandle,
+} from '../../../../test/support/redis-server.js';
+import { otherConnections, timed, within } from './module-helpers.js';
+
+let server: RedisServerHandle;
+let observer: Redis;
+const running = new Set<TestingModule>();
+
+/** Compiles and initialises an application context; closed after each test. */
+async function start(metadata: ModuleMetadata): Promise<TestingModule> {
+  const app = await Test.createTestingModule(metadata).compile();
+  running.add(app);
+  await app.init();
+  return app;
+}
+
+async function stop(app: TestingModule): Promise<void> {
+  running.delete(app);
+  await app.close();
+}
+
+const connectionCount = async (redis: Redis = observer) =>
+  (await otherConnections(redis)).length;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  observer = new Redis(server.url);
+});
+
+afterEach(async () => {
+  await Promise.all([...running].map((app) => app.close().catch(() => {})));
+  running.clear();
+  await observer.flushall();
+});
+
+afterAll(async () => {
+  observer.disconnect();
+  await server.stop();
+});
+
+/** Stands for a configuration module (like @nestjs/config) exporting a token. */
+const APP_CONFIG = Symbol('APP_CONFIG');
+interface AppConfig {
+  readonly url: string;
+}
+
+@Module({
+  providers: [
+    {
+      provide: APP_CONFIG,
+      useFactory: async (): Promise<AppConfig> => ({ url: server.url }),
+    },
+  ],
+  exports: [APP_CONFIG],
+})
+// oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
+class ConfigLikeModule {}
+
+@Injectable()
+class FeatureService {
+  constructor(readonly locks: LockService) {}
+}
+
+/** A feature module that injects LockService without importing DistributedLockModule. */
+@Module({ providers: [FeatureService], exports: [FeatureService] })
+// oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
+class FeatureModule {}
+
+describe('forRoot / forRootAsync', () => {
+  it('forRoot({ redis: url }) gives a LockService storing keys as lock:{key}', async () => {
+    const app = await start({
+      imports: [DistributedLockModule.forRoot({ redis: server.url })],
+    });
+    const locks = app.get(LockService);
+
+    const handle = await locks.acquire('order:1');
+    expect(await observer.exists('lock:{order:1}')).toBe(1);
+    expect(await locks.isLocked('order:1')).toBe(true);
+    expect(await handle.release()).toBe(true);
+    expect(await observer.exists('lock:{order:1}')).toBe(0);
+  });
+
+  it('forRootAsync reads the URL from an injected config provider', async () => {
+    const app = await start({
+      imports: [
+        DistributedLockModule.forRootAsync({
+          imports: [ConfigLikeModule],
+          inject: [APP_CONFIG],
+          useFactory: (config: AppConfig) => ({ redis: config.url }),
+        }),
+      ],
+    });
+    const locks = app.get(LockService);
+
+    const handle = await locks.acquire('order:2');
+    expect(await observer.exists('lock:{order:2}')).toBe(1);
+    await handle.release();
+    expect(await observer.exists('lock:{order:2}')).toBe(0);
+  });
+
+  it('keyPrefix changes the stored key', async () => {
+    const app = await start({
+      imports: [
+        DistributedLockModule.forRoot({ redis: server.url, keyPrefix: 'app:' }),
+      ],
+    });
+    const locks = app.get(LockService);
+
+    const handle = await locks.acquire('order:3');
+    expect(await observer.exists('app:{order:3}')).toBe(1);
+    expect(await observer.exists('lock:{order:3}')).toBe(0);
+    await handle.release();
+    expect(await observer.exists('app:{order:3}')).toBe(0);
+  });
+});
+
+describe('isGlobal', () => {
+  it('lets a feature module that does not import the module inject LockService', async () => {
+    const app = await start({
+      imports: [
+        DistributedLockModule.forRoot({ redis: server.url, isGlobal: true }),
+        FeatureModule,
+      ],
+    });
+    const { locks } = app.get(FeatureService);
+    expect(locks).toBe(app.get(LockService));
+
+    const handle = await locks.acquire('feature:1');
+    expect(await observer.exists('lock:{feature:1}')).toBe(1);
+    await handle.release();
+  });
+
+  it('works with forRootAsync too', async () => {
+    const app = await start({
+      imports: [
+        DistributedLockModule.forRootAsync({
+          isGlobal: true,
+          imports: [ConfigLikeModule],
+          inject: [APP_CONFIG],
+          useFactory: (config: AppConfig) => ({ redis: config.url }),
+        }),
+        FeatureModule,
+      ],
+    });
+    expect(app.get(FeatureService).locks).toBe(app.get(LockService));
+  });
+
+  it('without isGlobal, such a feature module fails to compile', async () => {
+    // The in-memory backend: the failed compile leaves no connection behind.
+    const compiling = Test.createTestingModule({
+      imports: [
+        DistributedLockModule.forRoot({ backend: new MemoryLockBackend() }),
+        FeatureModule,
+      ],
+    }).compile();
+    await expect(compiling).rejects.toThrow(/FeatureService.*LockService/s);
+  });
+});
+
+describe('connection ownership and shutdown', () => {
+  it('opens its own connections for a URL and closes all of them on close', async () => {
+    // Connections of earlier tests' apps may take a moment to go.
+    await eventually(async () => (await connectionCount()) === 0);
+    const app = await start({
+      imports: [DistributedLockModule.forRoot({ redis: server.url })],
+    });
+    const locks = app.get(LockService);
+    await locks.acquire('conn:a');
+    await locks.acquire('conn:b');
+    expect(await connectionCount()).toBe(1);
+
+    // Waiters block on one wake-list connection per process, however many.
+    const waiters = ['conn:a', 'conn:b'].map((key) =>
+      locks.acquire(key, { waitTime: 10_000 }).then(
+        () => 'acquired',
+        (error: unknown) => error,
+      ),
+    );
+    await eventually(async () => (await connectionCount()) === 2);
+    await sleep(100);
+    expect(await connectionCount()).toBe(2);
+
+    // Close without releasing: waiters give up, every connection goes.
+    await within(stop(app), 5_000, 'app.close()');
+    for (const outcome of await Promise.all(waiters)) {
+      expect(outcome).toBeInstanceOf(LockNotAcquiredError);
+    }
+    await eventually(async () => (await connectionCount()) === 0, 3_000);
+  });
+
+  it('uses a given ioredis client as is and leaves it open on close', async () => {
+    const client = new Redis(server.url);
+    try {
+      await client.ping();
+      await eventually(async () => (await connectionCount()) === 1);
+      const before = await otherConnections(observer);
+      const app = await start({
+        imports: [DistributedLockModule.forRoot({ redis: client })],
+      });
+      const locks = app.get(LockService);
+
+      await locks.acquire('given:busy');
+      expect(await client.exists('lock:{given:busy}')).toBe(1);
+      // No connection of its own, only the wake-list one once someone waits.
+      expect(await otherConnections(observer)).toEqual(before);
+      const waiter = locks.acquire('given:busy', { waitTime: 10_000 }).then(
+        () => 'acquired',
+        (error: unknown) => error,
+      );
+      await eventually(
+        async () => (await connectionCount()) === before.length + 1,
+      );
+
+      await within(stop(app), 5_000, 'app.close()');
+      expect(await waiter).toBeInstanceOf(LockNotAcquiredError);
+      expect(client.status).toBe('ready');
+      expect(await client.ping()).toBe('PONG');
+      await eventually(
+        async () => (await connectionCount()) === before.length,
+        3_000,
+      );
+      expect(await otherConnections(observer)).toEqual(before);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('stops renewing on close: an unreleased watchdog lock runs out its lease', async () => {
+    const app = await start({
+      imports: [
+        DistributedLockModule.forRoot({
+          redis: server.url,
+          watchdogLeaseTime: 600,
+        }),
+      ],
+    });
+    const locks = app.get(LockService);
+    await locks.acquire('renewed');
+    // Renewed every 200 ms: still held well past its 600 ms lease.
+    await sleep(900);
+    expect(await observer.exists('lock:{renewed}')).toBe(1);
+
+    await stop(app);
+    const first = await observer.pttl('lock:{renewed}');
+    expect(first).toBeGreaterThan(0);
+    expect(first).toBeLessThanOrEqual(600);
+    await sleep(250);
+    const second = await observer.pttl('lock:{renewed}');
+    expect(second === -2 || second < first).toBe(true);
+    await eventually(
+      async () => (await observer.exists('lock:{renewed}')) === 0,
+      2_000,
+    );
+  });
+
+  it('leaves nothing that keeps the process alive after close', async () => {
+    const worker =
+      'libs/distributed-lock/test/module/fixtures/close-then-exit.ts';
+    const stdout = await runTs(worker, [server.url], 20_000);
+    const exitedAt = Date.now();
+    const report = JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as {
+      closedAt: number;
+      waiter: string;
+      fencingToken: number;
+    };
+    expect(report.waiter).toBe('LockNotAcquiredError');
+    expect(report.fencingToken).toBe(1);
+    // It exits by itself soon after close (a leaked connection would keep it
+    // running until runTs kills it); generous bound for a loaded machine.
+    expect(exitedAt - report.closedAt).toBeLessThan(5_000);
+    await eventually(async () => (await connectionCount()) === 0, 2_000);
+    // The held lock was left to its lease, not renewed by anyone.
+    const pttl = await observer.pttl('lock:{worker:held}');
+    expect(pttl).toBeLessThanOrEqual(3_000);
+  });
+});
+
+/** Acquires and releases through a module on `options`, checking the key with `check`. */
+async function roundTrip(
+  options: DistributedLockModuleOptions,
+  check: Redis,
+): Promise<void> {
+  try {
+    const app = await start({
+      imports: [DistributedLockModule.forRoot(options)],
+    });
+    const locks = app.get(LockService);
+    const handle = await locks.acquire('secure:1');
+    expect(await check.exists('lock:{secure:1}')).toBe(1);
+    expect(await handle.release()).toBe(true);
+    expect(await check.exists('lock:{secure:1}')).toBe(0);
+    await within(stop(app), 5_000, 'app.close()');
+  } finally {
+    check.disconnect();
+  }
+}
+
+describe('authenticated and TLS connections', () => {
+  let passwordServer: RedisServerHandle;
+  let aclServer: RedisServerHandle;
+  let tlsServer: RedisServerHandle;
+
+  beforeAll(async () => {
+    [passwordServer, aclServer, tlsServer] = await Promise.all([
+      startRedisServer({ password: 's3cret' }),
+      startRedisServer({ aclUser: { name: 'locker', password: 'l0cker' } }),
+      startRedisServer({ tls: true }),
+    ]);
+  });
+
+  afterAll(async () => {
+    await Promise.all(
+      [passwordServer, aclServer, tlsServer].map((handle) => handle?.stop()),
+    );
+  });
+
+  it('connects with the default user password in the URL', async () => {
+    expect(passwordServer.url).toMatch(/^redis:\/\/:s3cret@127\.0\.0\.1:/);
+    await roundTrip(
+      { redis: passwordServer.url },
+      new Redis(passwordServer.url),
+    );
+  });
+
+  it('connects as an ACL user', async () => {
+    expect(aclServer.url).toMatch(/^redis:\/\/locker:l0cker@127\.0\.0\.1:/);
+    await roundTrip({ redis: aclServer.url }, new Redis(aclServer.url));
+  });
+
+  it('connects over TLS with the CA given in the options', async () => {
+    expect(tlsServer.url).toMatch(/^rediss:\/\/127\.0\.0\.1:/);
+    const tls = { ca: tlsServer.tlsCa };
+    await roundTrip(
+      { redis: { url: tlsServer.url, tls } },
+      new Redis(tlsServer.url, { tls }),
+    );
+  });
+
+  it('fails acquire with LockBackendError, in bounded time, on a wrong password', async () => {
+    const app = await start({
+      imports: [
+        DistributedLockModule.forRoot({
+          redis: `redis://:wrong@127.0.0.1:${passwordServer.port}`,
+          commandTimeout: 500,
+        }),
+      ],
+    });
+    const locks = app.get(LockService);
+
+    const outcome = await timed(locks.acquire('secure:2'));
+    expect(outcome.error).toBeInstanceOf(LockBackendError);
+    expect(outcome.elapsedMs).toBeLessThan(500 + 1_500);
+    const closing = await timed(within(stop(app), 5_000, 'app.close()'));
+    expect(closing.error).toBeUndefined();
+  });
+});
+
+describe('option validation', () => {
+  it.each([
+    ['negative waitTime', { waitTime: -1 }, /waitTime/],
+    ['keyPrefix with braces', { keyPrefix: 'app:{tenant}:' }, /keyPrefix/],
+    ['commandTimeout 0', { commandTimeout: 0 }, /commandTimeout/],
+  ] as const)(
+    'rejects %s at startup with a RangeError',
+    async (_name, options, message) => {
+      const compiling = Test.createTestingModule({
+        imports: [
+          DistributedLockModule.forRoot({ redis: server.url, ...options }),
+        ],
+      }).compile();
+      const error = await compiling.then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(RangeError);
+      expect((error as Error).message).toMatch(message);
+      expect((error as Error).message).toMatch(/DistributedLockModule/);
+    },
+  );
+
+  it('rejects bad options from forRootAsync at startup too', async () => {
+    const compiling = Test.createTestingModule({
+      imports: [
+        DistributedLockModule.forRootAsync({
+          useFactory: async () => ({ redis: server.url, waitTime: -5 }),
+        }),
+      ],
+    }).compile();
+    await expect(compiling).rejects.toThrow(RangeError);
+  });
+});
+
+describe('commandTimeout', () => {
+  it('bounds a call when the server stops answering', async () => {
+    const paused = await startRedisServer();
+    try {
+      const app = await start({
+        imports: [
+          DistributedLockModule.forRoot({
+            redis: paused.url,
+            commandTimeout: 300,
+          }),
+        ],
+      });
+      const locks = app.get(LockService);
+      await (await locks.acquire('paused:1')).release();
+
+      const pid = paused.pid();
+      if (pid === undefined) throw new Error('redis-server is not running');
+      process.kill(pid, 'SIGSTOP');
+      try {
+        const acquiring = await timed(locks.acquire('paused:2'));
+        expect(acquiring.error).toBeInstanceOf(LockBackendError);
+        expect(acquiring.elapsedMs).toBeGreaterThanOrEqual(250);
+        expect(acquiring.elapsedMs).toBeLessThan(300 + 1_500);
+
+        const checking = await timed(locks.isLocked('paused:1'));
+        expect(checking.error).toBeInstanceOf(LockBackendError);
+        expect(checking.elapsedMs).toBeLessThan(300 + 1_500);
+
+        // Shutting down while Redis hangs must not hang the app.
+        const closing = await timed(within(stop(app), 3_000, 'app.close()'));
+        expect(closing.error).toBeUndefined();
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+    } finally {
+      await paused.stop();
+    }
+  });
+});

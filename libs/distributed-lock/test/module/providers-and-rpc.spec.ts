@@ -1,0 +1,515 @@
+import {
+  Controller,
+  Injectable,
+  type INestApplication,
+  type INestMicroservice,
+} from '@nestjs/common';
+import {
+  ClientProxyFactory,
+  EventPattern,
+  MessagePattern,
+  Payload,
+  Transport,
+  type ClientProxy,
+  type MicroserviceOptions,
+} from '@nestjs/microservices';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import {
+  firstValueFrom,
+  isObservable,
+  lastValueFrom,
+  Observable,
+  type Subscriber,
+} from 'rxjs';
+import {
+  DistributedLock,
+  DistributedLockModule,
+  LockKeyError,
+  LockService,
+  currentLock,
+  type LockHandle,
+} from '@app/distributed-lock';
+import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
+import { getFreePort } from '../../../../test/support/ports.js';
+import {
+  startRedisServer,
+  type RedisServerHandle,
+} from '../../../../test/support/redis-server.js';
+import { gate } from './module-helpers.js';
+
+let server: RedisServerHandle;
+let observer: Redis;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  observer = new Redis(server.url);
+});
+
+afterEach(async () => {
+  await observer.flushall();
+});
+
+afterAll(async () => {
+  observer.disconnect();
+  await server.stop();
+});
+
+const stored = async (key: string) =>
+  (await observer.exists(`lock:{${key}}`)) === 1;
+
+// ---------------------------------------------------------------------------
+// Plain providers
+
+@Injectable()
+class Inventory {
+  inside = 0;
+  maxInside = 0;
+  readonly locks: LockHandle[] = [];
+
+  @DistributedLock('stock:<0>')
+  async reserve(sku: string, holdMs = 30): Promise<string> {
+    const lock = currentLock();
+    if (lock) this.locks.push(lock);
+    this.maxInside = Math.max(this.maxInside, ++this.inside);
+    await sleep(holdMs);
+    this.inside--;
+    return `reserved ${sku}`;
+  }
+
+  @DistributedLock('stock:<0>')
+  async sellOut(sku: string): Promise<never> {
+    await sleep(1);
+    throw new Error(`no ${sku} left`);
+  }
+}
+
+/** Calls the decorated method from another provider, as application code does. */
+@Injectable()
+class Checkout {
+  constructor(private readonly inventory: Inventory) {}
+
+  buy(sku: string): Promise<string> {
+    return this.inventory.reserve(sku);
+  }
+}
+
+/** Decorated with the same key as Inventory.reserve, which it calls. */
+@Injectable()
+class Orders {
+  constructor(private readonly inventory: Inventory) {}
+
+  @DistributedLock('stock:<0>', { waitTime: 5_000 })
+  async place(sku: string): Promise<{ outer?: LockHandle; inner: string }> {
+    const outer = currentLock();
+    const inner = await this.inventory.reserve(sku, 1);
+    return { outer, inner };
+  }
+}
+
+/** A method declared to return an Observable: locked per subscription. */
+@Injectable()
+class Feed {
+  readonly subscribers: Array<Subscriber<number>> = [];
+  readonly calls: Array<{ channel: string; lock?: LockHandle }> = [];
+
+  @DistributedLock('feed:<0>')
+  watch(channel: string): Observable<number> {
+    this.calls.push({ channel, lock: currentLock() });
+    return new Observable<number>((subscriber) => {
+      this.subscribers.push(subscriber);
+    });
+  }
+}
+
+describe('@DistributedLock on providers', () => {
+  let app: TestingModule;
+  let locks: LockService;
+
+  beforeAll(async () => {
+    app = await Test.createTestingModule({
+      imports: [DistributedLockModule.forRoot({ redis: server.url })],
+      providers: [Inventory, Checkout, Orders, Feed],
+    }).compile();
+    await app.init();
+    locks = app.get(LockService);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  describe('a plain method', () => {
+    it('excludes concurrent calls and passes the return value through', async () => {
+      const inventory = app.get(Inventory);
+      const checkout = app.get(Checkout);
+      inventory.maxInside = 0;
+
+      const results = await Promise.all([
+        checkout.buy('apple'),
+        checkout.buy('apple'),
+        checkout.buy('apple'),
+      ]);
+      expect(results).toEqual([
+        'reserved apple',
+        'reserved apple',
+        'reserved apple',
+      ]);
+      expect(inventory.maxInside).toBe(1);
+      expect(await stored('stock:apple')).toBe(false);
+    });
+
+    it('lets calls on different keys run side by side', async () => {
+      const inventory = app.get(Inventory);
+      inventory.maxInside = 0;
+      await Promise.all([
+        inventory.reserve('a', 100),
+        inventory.reserve('b', 100),
+      ]);
+      expect(inventory.maxInside).toBe(2);
+    });
+
+    it('gives the method its lock through currentLock(), fencing tokens increasing', async () => {
+      const inventory = app.get(Inventory);
+      inventory.locks.length = 0;
+      await app.get(Checkout).buy('kiwi');
+      await app.get(Checkout).buy('kiwi');
+
+      expect(inventory.locks).toHaveLength(2);
+      const [first, second] = inventory.locks;
+      expect(first.keys).toEqual(['stock:kiwi']);
+      expect(first.signal).toBeInstanceOf(AbortSignal);
+      expect(first.signal.aborted).toBe(false);
+      expect(first.reentrant).toBe(false);
+      expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+      expect(currentLock()).toBeUndefined();
+    });
+
+    it('rejects with LockKeyError for an undefined argument, locking nothing', async () => {
+      const inventory = app.get(Inventory);
+      const callsBefore = inventory.locks.length;
+      await expect(
+        app.get(Checkout).buy(undefined as unknown as string),
+      ).rejects.toBeInstanceOf(LockKeyError);
+      expect(inventory.locks).toHaveLength(callsBefore);
+      expect(await observer.keys('lock:*')).toEqual([]);
+    });
+
+    it('releases the lock and passes the error on when the method throws', async () => {
+      const inventory = app.get(Inventory);
+      await expect(inventory.sellOut('plum')).rejects.toThrow('no plum left');
+      expect(await stored('stock:plum')).toBe(false);
+    });
+  });
+
+  describe('reentrancy', () => {
+    it('lets a decorated method call another one on the same key without deadlock', async () => {
+      const inventory = app.get(Inventory);
+      inventory.locks.length = 0;
+      const startedAt = Date.now();
+
+      const { outer, inner } = await app.get(Orders).place('pear');
+
+      expect(Date.now() - startedAt).toBeLessThan(1_000);
+      expect(inner).toBe('reserved pear');
+      const nested = inventory.locks.at(-1);
+      expect(nested?.reentrant).toBe(true);
+      expect(nested?.token).toBe(outer?.token);
+      expect(nested?.fencingToken).toBe(outer?.fencingToken);
+      expect(await stored('stock:pear')).toBe(false);
+      expect(await locks.isLocked('stock:pear')).toBe(false);
+    });
+  });
+
+  describe('a method returning an Observable', () => {
+    it('returns an Observable at once, locks on subscribe and until complete', async () => {
+      const feed = app.get(Feed);
+      const result = feed.watch('news');
+
+      expect(isObservable(result)).toBe(true);
+      expect(result).not.toBeInstanceOf(Promise);
+      await sleep(50);
+      expect(feed.subscribers).toHaveLength(0);
+      expect(await stored('feed:news')).toBe(false);
+
+      const values: number[] = [];
+      let completed = false;
+      result.subscribe({
+        next: (value) => values.push(value),
+        complete: () => (completed = true),
+      });
+      await eventually(() => feed.subscribers.length === 1);
+      expect(await stored('feed:news')).toBe(true);
+      expect(feed.calls.at(-1)?.channel).toBe('news');
+      expect(feed.calls.at(-1)?.lock?.keys).toEqual(['feed:news']);
+
+      const source = feed.subscribers[0];
+      source.next(1);
+      source.next(2);
+      await sleep(20);
+      expect(values).toEqual([1, 2]);
+      expect(await locks.tryAcquire('feed:news')).toBeNull();
+
+      source.complete();
+      expect(completed).toBe(true);
+      await eventually(async () => !(await stored('feed:news')));
+    });
+
+    it('releases when the subscriber unsubscribes early', async () => {
+      const feed = app.get(Feed);
+      feed.subscribers.length = 0;
+      const subscription = feed.watch('sports').subscribe();
+      await eventually(() => feed.subscribers.length === 1);
+      expect(await stored('feed:sports')).toBe(true);
+
+      subscription.unsubscribe();
+      expect(feed.subscribers[0].closed).toBe(true);
+      await eventually(async () => !(await stored('feed:sports')));
+    });
+
+    it('releases when the stream errors', async () => {
+      const feed = app.get(Feed);
+      feed.subscribers.length = 0;
+      let failure: unknown;
+      feed.watch('weather').subscribe({ error: (error) => (failure = error) });
+      await eventually(() => feed.subscribers.length === 1);
+      expect(await stored('feed:weather')).toBe(true);
+
+      feed.subscribers[0].error(new Error('feed broke'));
+      expect(failure).toEqual(new Error('feed broke'));
+      await eventually(async () => !(await stored('feed:weather')));
+    });
+
+    it('unsubscribing while waiting for a busy lock gives up without taking it', async () => {
+      const feed = app.get(Feed);
+      feed.subscribers.length = 0;
+      const holder = await locks.acquire('feed:busy');
+      const subscription = feed.watch('busy').subscribe();
+      await sleep(50);
+      subscription.unsubscribe();
+      await holder.release();
+
+      await sleep(100);
+      expect(feed.subscribers).toHaveLength(0);
+      expect(await stored('feed:busy')).toBe(false);
+    });
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Microservices
+
+interface BuyRequest {
+  readonly couponId?: number;
+}
+
+@Controller()
+class CouponController {
+  buyGate = gate();
+  eventGate = gate();
+  eventsInside = 0;
+  maxEventsInside = 0;
+  readonly events: Array<{
+    orderId: number;
+    lockedInside: boolean;
+    keys?: readonly string[];
+  }> = [];
+
+  constructor(private readonly locks: LockService) {}
+
+  @MessagePattern('buy')
+  @DistributedLock('coupon:<0.couponId>', { waitTime: 0 })
+  async buy(
+    @Payload() request: BuyRequest,
+  ): Promise<{ bought?: number; fencingToken?: number }> {
+    await this.buyGate.promise;
+    return {
+      bought: request.couponId,
+      fencingToken: currentLock()?.fencingToken,
+    };
+  }
+
+  // Placed above the pattern decorator on purpose: its metadata must survive.
+  @DistributedLock('audit:<0.orderId>')
+  @EventPattern('order.created')
+  async onOrderCreated(@Payload() event: { orderId: number }): Promise<void> {
+    this.maxEventsInside = Math.max(this.maxEventsInside, ++this.eventsInside);
+    this.events.push({
+      orderId: event.orderId,
+      lockedInside: await this.locks.isLocked(`audit:${event.orderId}`),
+      keys: currentLock()?.keys,
+    });
+    await this.eventGate.promise;
+    this.eventsInside--;
+  }
+}
+
+type RpcSetup = 'createNestMicroservice' | 'connectMicroservice';
+
+interface RpcApp {
+  readonly close: () => Promise<void>;
+  readonly client: ClientProxy;
+  readonly controller: CouponController;
+  readonly locks: LockService;
+}
+
+async function startRpcApp(
+  setup: RpcSetup,
+  inheritAppConfig = true,
+): Promise<RpcApp> {
+  const port = await getFreePort();
+  const transport = {
+    transport: Transport.TCP,
+    options: { host: '127.0.0.1', port },
+  } as const;
+  const moduleRef = await Test.createTestingModule({
+    imports: [DistributedLockModule.forRoot({ redis: server.url })],
+    controllers: [CouponController],
+  }).compile();
+  let app: INestMicroservice | INestApplication;
+  if (setup === 'createNestMicroservice') {
+    const microservice =
+      moduleRef.createNestMicroservice<MicroserviceOptions>(transport);
+    await microservice.listen();
+    app = microservice;
+  } else {
+    const http = moduleRef.createNestApplication({ logger: false });
+    http.connectMicroservice<MicroserviceOptions>(transport, {
+      inheritAppConfig,
+    });
+    await http.init();
+    await http.startAllMicroservices();
+    app = http;
+  }
+  const client = ClientProxyFactory.create(transport);
+  await client.connect();
+  return {
+    client,
+    controller: moduleRef.get(CouponController),
+    locks: moduleRef.get(LockService),
+    close: async () => {
+      client.close();
+      await app.close();
+    },
+  };
+}
+
+/** What the client's observable errors with, or undefined when it succeeds. */
+async function rpcError(call: Observable<unknown>): Promise<unknown> {
+  return firstValueFrom(call).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+}
+
+describe.each<RpcSetup>(['createNestMicroservice', 'connectMicroservice'])(
+  'microservice handlers over TCP (%s)',
+  (setup) => {
+    let rpc: RpcApp;
+
+    beforeAll(async () => {
+      rpc = await startRpcApp(setup);
+    });
+
+    afterAll(async () => {
+      await rpc?.close();
+    });
+
+    beforeEach(() => {
+      rpc.controller.buyGate = gate();
+      rpc.controller.eventGate = gate();
+    });
+
+    it('lets one of two concurrent calls in; the other gets a 409 RPC error', async () => {
+      const { client, controller } = rpc;
+      const calls = [1, 2].map(() =>
+        firstValueFrom(client.send('buy', { couponId: 7 })),
+      );
+      // The loser fails at once (waitTime 0) while the winner waits at the gate.
+      const first = await Promise.race(
+        calls.map((call) =>
+          call.then(
+            (value: unknown) => ({ value }),
+            (error: unknown) => ({ error }),
+          ),
+        ),
+      );
+      expect(first).toEqual({
+        error: {
+          statusCode: 409,
+          error: 'Conflict',
+          code: 'LOCK_NOT_ACQUIRED',
+          key: 'coupon:7',
+          message: expect.stringContaining('coupon:7') as string,
+        },
+      });
+      expect(await stored('coupon:7')).toBe(true);
+
+      controller.buyGate.open();
+      const outcomes = await Promise.allSettled(calls);
+      const fulfilled = outcomes.filter((o) => o.status === 'fulfilled');
+      expect(fulfilled).toHaveLength(1);
+      expect(fulfilled[0]).toMatchObject({ value: { bought: 7 } });
+      expect(await stored('coupon:7')).toBe(false);
+    });
+
+    it('answers a missing key value with a LOCK_KEY_INVALID RPC error', async () => {
+      rpc.controller.buyGate.open();
+      const error = await rpcError(rpc.client.send('buy', {}));
+      expect(error).toMatchObject({
+        statusCode: 400,
+        code: 'LOCK_KEY_INVALID',
+      });
+      expect(await observer.keys('lock:*')).toEqual([]);
+    });
+
+    it('holds the lock while an @EventPattern handler runs, one at a time per key', async () => {
+      const { client, controller, locks } = rpc;
+      controller.events.length = 0;
+      controller.maxEventsInside = 0;
+
+      await lastValueFrom(client.emit('order.created', { orderId: 5 }), {
+        defaultValue: undefined,
+      });
+      await lastValueFrom(client.emit('order.created', { orderId: 5 }), {
+        defaultValue: undefined,
+      });
+      await eventually(() => controller.events.length === 1);
+      expect(controller.events[0]).toEqual({
+        orderId: 5,
+        lockedInside: true,
+        keys: ['audit:5'],
+      });
+      expect(await locks.isLocked('audit:5')).toBe(true);
+      // The second event waits for the first to finish.
+      await sleep(100);
+      expect(controller.events).toHaveLength(1);
+
+      controller.eventGate.open();
+      await eventually(() => controller.events.length === 2);
+      await eventually(async () => !(await locks.isLocked('audit:5')));
+      expect(controller.maxEventsInside).toBe(1);
+    });
+  },
+);
+
+// Nest applies global enhancers (the module registers the interceptor with
+// APP_INTERCEPTOR) to a hybrid app's microservice only with inheritAppConfig;
+// the README says so. The lock itself still holds without it.
+describe('a hybrid app without inheritAppConfig', () => {
+  it('still excludes concurrent handlers, but answers with the transport default error', async () => {
+    const rpc = await startRpcApp('connectMicroservice', false);
+    try {
+      const holder = await rpc.locks.acquire('coupon:9');
+      const error = await rpcError(rpc.client.send('buy', { couponId: 9 }));
+      await holder.release();
+      expect(error).toMatchObject({
+        status: 'error',
+        message: 'Internal server error',
+      });
+      expect(error).not.toHaveProperty('code');
+    } finally {
+      await rpc.close();
+    }
+  });
+});
