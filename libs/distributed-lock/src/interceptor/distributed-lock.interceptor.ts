@@ -86,7 +86,8 @@ export class DistributedLockInterceptor implements NestInterceptor {
         ? { key: error.key }
         : {}),
     };
-    if (type === 'http') return new HttpException(body, status, { cause: error });
+    if (type === 'http')
+      return new HttpException(body, status, { cause: error });
     if (type === 'rpc') return rpcException(body, error);
     return error;
   }

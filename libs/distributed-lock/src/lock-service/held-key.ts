@@ -58,11 +58,17 @@ export class HeldKey {
     this.backend = init.backend;
     this.onLost = init.onLost;
     this.expiresAt = init.sentAt + init.grantedLeaseMs;
-    if (init.policy.watchdog || init.grantedLeaseMs < init.policy.leaseMs) {
-      // A hand-off grants a short lease first: top it up well before it ends.
-      this.scheduleRenewal(
-        Math.min(init.grantedLeaseMs, init.policy.leaseMs) / 3,
-      );
+    if (
+      init.grantedLeaseMs < init.policy.leaseMs ||
+      this.expiresAt - Date.now() < (init.policy.leaseMs * 2) / 3
+    ) {
+      // Granted short (handed over from the queue), or so long after asking
+      // that the lease, begun at some unknown moment since, may be mostly gone
+      // by the local estimate: set the full lease now. This also confirms that
+      // the hand-off is still ours.
+      this.scheduleRenewal(0);
+    } else if (init.policy.watchdog) {
+      this.scheduleRenewal(init.policy.leaseMs / 3);
     } else {
       this.scheduleExpiryNotice();
     }

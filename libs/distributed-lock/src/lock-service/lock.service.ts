@@ -87,7 +87,9 @@ export class LockService {
         const storeKey = this.storeKey(name);
         const scopeKey = `${this.instanceId}|${storeKey}`;
         const joined = outer?.get(scopeKey);
-        if (joined) {
+        // A hold the chain already released (the chain outlived it) is not
+        // joined: the key may be someone else's by now.
+        if (joined && joined.holds > 0) {
           if (joined.lost)
             throw new LockLostError(
               name,

@@ -39,12 +39,18 @@ const listenPollSeconds = 1;
 const claimedMemoryMs = 60_000;
 
 interface Waiter {
+  /** {@link handoffId} of its key and token. */
+  readonly id: string;
   readonly key: string;
   readonly token: string;
   readonly leaseMs: number;
   readonly deadline: number;
   entry: string;
   cancelling: boolean;
+  /** A hand-off reached it while it was giving up (the cancel script then decides). */
+  handedOver: boolean;
+  /** How the wait ended; undefined while waiting. */
+  outcome?: 'acquired' | 'not-acquired';
   timer?: NodeJS.Timeout;
   readonly signal?: AbortSignal;
   readonly onAbort: () => void;
@@ -53,6 +59,14 @@ interface Waiter {
 }
 
 type AcquireReply = [1, number] | [0, number, string?];
+
+/**
+ * Identifies one waiting acquisition: a multi-key acquisition uses one token
+ * for all its keys, so a hand-off is matched by key and token.
+ */
+function handoffId(key: string, token: string): string {
+  return `${token}|${key}`;
+}
 
 /**
  * Lock store on one Redis server (standalone or behind Sentinel).
@@ -81,6 +95,8 @@ export class RedisLockBackend implements LockBackend {
   private readonly earlyHandoffs = new Map<string, number>();
   private readonly claimed = new Map<string, number>();
   private readonly checkTimers = new Map<string, NodeJS.Timeout>();
+  /** Work that may still send commands; close() lets it finish before the connection goes. */
+  private readonly inFlight = new Set<Promise<unknown>>();
   private blocking?: Redis;
   private listening = false;
   private closed = false;
@@ -97,15 +113,22 @@ export class RedisLockBackend implements LockBackend {
     this.wakeList = `${options.keyPrefix ?? defaults.keyPrefix}wake:${instanceId}`;
   }
 
-  async acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
+  acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
+    return this.track(this.acquireOnce(request));
+  }
+
+  private async acquireOnce(
+    request: AcquireRequest,
+  ): Promise<LockGrant | LockBusy> {
     this.assertOpen();
     const { key, token, leaseMs } = request;
+    const id = handoffId(key, token);
     const waitMs = request.signal?.aborted
       ? 0
       : Math.max(0, Math.floor(request.waitMs));
     const startedAt = Date.now();
 
-    this.acquiring.add(token);
+    this.acquiring.add(id);
     let reply: AcquireReply;
     try {
       reply = (await this.call(
@@ -118,20 +141,29 @@ export class RedisLockBackend implements LockBackend {
           this.handoffLeaseMs,
         ),
         'acquire',
-        (late) => this.undoLateAcquire(key, token, late as AcquireReply),
+        (late) => this.undoAcquire(key, token, late as AcquireReply),
       )) as AcquireReply;
     } catch (error) {
       this.forgetEarlyHandoff(key, token);
       throw error;
     } finally {
-      this.acquiring.delete(token);
+      this.acquiring.delete(id);
     }
 
+    if (this.closed) {
+      // close() has sent the waiters away already: neither hold nor wait now.
+      this.forgetEarlyHandoff(key, token);
+      this.undoAcquire(key, token, reply);
+      return { acquired: false };
+    }
     if (reply[0] === 1) {
+      // Not queued, so no hand-off was meant for this acquisition.
+      this.forgetEarlyHandoff(key, token);
       return { acquired: true, fencingToken: Number(reply[1]), leaseMs };
     }
     const [, pttl, entry] = reply;
     if (entry === undefined) {
+      this.forgetEarlyHandoff(key, token);
       return busy(pttl);
     }
     return this.wait(request, entry, startedAt + waitMs, Number(pttl));
@@ -148,21 +180,7 @@ export class RedisLockBackend implements LockBackend {
 
   async release(key: string, token: string): Promise<boolean> {
     this.assertOpen();
-    const result = await this.call(
-      this.scripts.lockRelease(
-        ...this.lockKeys(key),
-        token,
-        this.localWakeList(),
-      ),
-      'release',
-    );
-    if (typeof result === 'string') {
-      // Handed to a waiter of this process: deliver it without a trip through Redis.
-      const [nextToken, fencingToken] = result.split('|');
-      this.deliver(nextToken, Number(fencingToken), key);
-      return true;
-    }
-    return Number(result) === 1;
+    return this.track(this.runRelease(key, token));
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -175,20 +193,36 @@ export class RedisLockBackend implements LockBackend {
     this.closed = true;
     for (const timer of this.checkTimers.values()) clearTimeout(timer);
     this.checkTimers.clear();
-    const leaving = [...this.waiters.values()];
-    for (const waiter of leaving) {
+    for (const waiter of this.waiters.values()) {
       this.settle(waiter, { acquired: false });
+      // Leave the queue so nobody hands a lock to a process that is going
+      // away; a lock handed to the waiter meanwhile is given back.
+      void this.track(
+        this.cancelEntry(waiter.key, waiter.token, waiter.entry)
+          .then((outcome) => {
+            if (outcome.claimed) this.grant(waiter, outcome.fencingToken);
+          })
+          .catch(() => undefined),
+      );
     }
-    // Leave the queues so nobody hands a lock to a process that is going away.
-    await Promise.allSettled(
-      leaving.map((waiter) =>
-        this.cancelEntry(waiter.key, waiter.token, waiter.entry),
-      ),
-    );
+    // Answers still on their way (an acquisition, a release that handed the
+    // lock to a waiter here) may need one more command to undo what they did.
+    // Each is bounded by the command timeout; so is the whole wait, in case
+    // late answers keep arriving.
+    const patience = Date.now() + 2 * this.commandTimeoutMs;
+    while (this.inFlight.size > 0 && Date.now() < patience) {
+      await withDeadline(
+        Promise.allSettled(this.inFlight),
+        patience - Date.now(),
+      );
+    }
     this.blocking?.disconnect();
     this.blocking = undefined;
     if (this.ownsClient) {
-      await this.client.quit().catch(() => this.client.disconnect());
+      // A Redis that stopped answering must not hold up the app's shutdown.
+      const quit = this.client.quit().catch(() => undefined);
+      if (!(await withDeadline(quit, this.commandTimeoutMs)))
+        this.client.disconnect();
     }
   }
 
@@ -204,18 +238,20 @@ export class RedisLockBackend implements LockBackend {
   ): Promise<LockGrant | LockBusy> {
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
+        id: handoffId(request.key, request.token),
         key: request.key,
         token: request.token,
         leaseMs: request.leaseMs,
         deadline,
         entry,
         cancelling: false,
+        handedOver: false,
         signal: request.signal,
-        onAbort: () => void this.giveUp(waiter),
+        onAbort: () => void this.track(this.giveUp(waiter)),
         resolve,
         reject,
       };
-      this.waiters.set(waiter.token, waiter);
+      this.waiters.set(waiter.id, waiter);
       let sameKey = this.waitersByKey.get(waiter.key);
       if (!sameKey) this.waitersByKey.set(waiter.key, (sameKey = new Set()));
       sameKey.add(waiter);
@@ -225,28 +261,53 @@ export class RedisLockBackend implements LockBackend {
       );
       request.signal?.addEventListener('abort', waiter.onAbort, { once: true });
 
-      const early = this.earlyHandoffs.get(waiter.token);
+      const early = this.earlyHandoffs.get(waiter.id);
       if (early !== undefined) {
-        this.earlyHandoffs.delete(waiter.token);
+        this.earlyHandoffs.delete(waiter.id);
         this.grant(waiter, early);
         return;
       }
-      this.scheduleCheck(waiter.key, holderPttl);
+      if (request.signal?.aborted) {
+        // Aborted while the acquisition was on its way, before the listener
+        // was added: an 'abort' event will not come again.
+        waiter.onAbort();
+      } else {
+        this.scheduleCheck(waiter.key, holderPttl);
+      }
       this.listen();
     });
   }
 
-  private grant(waiter: Waiter, fencingToken: number, leaseMs?: number): void {
-    this.settle(waiter, {
+  /**
+   * Gives `waiter` the lock handed to it. Returns false when the waiter had
+   * already settled; if it left without the lock, the lock is given back.
+   */
+  private grant(
+    waiter: Waiter,
+    fencingToken: number,
+    leaseMs?: number,
+  ): boolean {
+    const granted = this.settle(waiter, {
       acquired: true,
       fencingToken,
       leaseMs: leaseMs ?? Math.min(waiter.leaseMs, this.handoffLeaseMs),
     });
+    if (!granted && waiter.outcome === 'not-acquired') {
+      this.giveBack(waiter.key, waiter.token, fencingToken);
+    }
+    return granted;
   }
 
-  private settle(waiter: Waiter, result: LockGrant | LockBusy | Error): void {
-    if (this.waiters.get(waiter.token) !== waiter) return;
-    this.waiters.delete(waiter.token);
+  private settle(
+    waiter: Waiter,
+    result: LockGrant | LockBusy | Error,
+  ): boolean {
+    if (this.waiters.get(waiter.id) !== waiter) return false;
+    this.waiters.delete(waiter.id);
+    waiter.outcome =
+      !(result instanceof Error) && result.acquired
+        ? 'acquired'
+        : 'not-acquired';
     clearTimeout(waiter.timer);
     waiter.signal?.removeEventListener('abort', waiter.onAbort);
     const sameKey = this.waitersByKey.get(waiter.key);
@@ -258,21 +319,30 @@ export class RedisLockBackend implements LockBackend {
     }
     if (result instanceof Error) waiter.reject(result);
     else waiter.resolve(result);
+    return true;
   }
 
   /** The wait ran out or was aborted: leave the queue, unless the lock arrived meanwhile. */
   private async giveUp(waiter: Waiter): Promise<void> {
-    if (waiter.cancelling || this.waiters.get(waiter.token) !== waiter) return;
+    if (waiter.cancelling || this.waiters.get(waiter.id) !== waiter) return;
     waiter.cancelling = true;
     try {
-      const outcome = await this.cancelEntry(
-        waiter.key,
-        waiter.token,
-        waiter.entry,
-      );
+      let entry: string;
+      let outcome: Awaited<ReturnType<typeof this.cancelEntry>>;
+      do {
+        // Queued again (by a check) while the cancel was on its way: leave
+        // with the new entry too.
+        entry = waiter.entry;
+        outcome = await this.cancelEntry(waiter.key, waiter.token, entry);
+      } while (!outcome.claimed && waiter.entry !== entry);
       if (outcome.claimed) {
-        this.rememberClaimed(waiter.token);
-        this.grant(waiter, outcome.fencingToken, outcome.leaseMs);
+        const granted = this.grant(
+          waiter,
+          outcome.fencingToken,
+          outcome.leaseMs,
+        );
+        // Its hand-off message may still be on its way: ignore it then.
+        if (granted && !waiter.handedOver) this.rememberClaimed(waiter.id);
       } else {
         this.settle(waiter, busy(outcome.holderPttl));
       }
@@ -292,6 +362,11 @@ export class RedisLockBackend implements LockBackend {
     const reply = (await this.call(
       this.scripts.lockCancel(...this.lockKeys(key), token, entry),
       'cancel',
+      // It kept a lock it was handed, but nobody heard: nobody holds it.
+      (late) => {
+        const [kept, fencingToken] = late as [number, number];
+        if (kept === 1) this.giveBack(key, token, Number(fencingToken));
+      },
     )) as [number, number, number?];
     if (reply[0] !== 1) return { claimed: false, holderPttl: Number(reply[1]) };
     return {
@@ -309,14 +384,19 @@ export class RedisLockBackend implements LockBackend {
   }
 
   private async listenLoop(): Promise<void> {
-    this.blocking ??= this.client.duplicate();
-    const blocking = this.blocking;
     while (!this.closed && (this.waiters.size > 0 || this.acquiring.size > 0)) {
+      const blocking = (this.blocking ??= this.openBlocking());
       try {
         const popped = await blocking.blpop(this.wakeList, listenPollSeconds);
         if (popped) this.onWakeMessage(popped[1]);
       } catch {
         if (this.closed) break;
+        if (blocking.status === 'ready') {
+          // Connected, yet the pop did not answer in time: Redis may still
+          // answer it with a message nobody would read. Use a new connection.
+          blocking.disconnect();
+          if (this.blocking === blocking) this.blocking = undefined;
+        }
         // Redis is away: waiters time out on their own; try again shortly.
         await new Promise((resolve) => setTimeout(resolve, 100).unref());
       }
@@ -337,51 +417,118 @@ export class RedisLockBackend implements LockBackend {
     );
   }
 
+  /**
+   * The blocking connection. The client's own time limits are meant for short
+   * commands: one shorter than the pop would drop the pop while Redis may
+   * still answer it with a wake-up, which would then be lost.
+   */
+  private openBlocking(): Redis {
+    const blocking = this.client.duplicate({
+      commandTimeout: listenPollSeconds * 1000 + this.commandTimeoutMs,
+      blockingTimeout: undefined,
+      socketTimeout: undefined,
+    });
+    // Connection trouble shows on the main client and in every lock call.
+    blocking.on('error', () => undefined);
+    return blocking;
+  }
+
   /** A lock was handed to `token`: wake its waiter, or pass the lock on if nobody here wants it. */
   private deliver(token: string, fencingToken: number, key: string): void {
-    const waiter = this.waiters.get(token);
+    const id = handoffId(key, token);
+    const waiter = this.waiters.get(id);
     if (waiter) {
       // While giving up, the cancel script decides who keeps the lock.
-      if (!waiter.cancelling) this.grant(waiter, fencingToken);
-    } else if (this.claimed.delete(token)) {
-      // The waiter already took this lock when it gave up; nothing to do.
-    } else if (this.acquiring.has(token)) {
-      this.earlyHandoffs.set(token, fencingToken);
+      if (waiter.cancelling) waiter.handedOver = true;
+      else this.grant(waiter, fencingToken);
+    } else if (this.claimed.delete(id)) {
+      // The waiter already took this lock (giving up, or on a check).
+    } else if (this.acquiring.has(id)) {
+      this.earlyHandoffs.set(id, fencingToken);
     } else {
       // Nobody here wants this lock any more: pass it on at once.
-      this.release(key, token).catch(() => undefined);
+      this.giveBack(key, token, fencingToken);
     }
   }
 
   private forgetEarlyHandoff(key: string, token: string): void {
-    if (this.earlyHandoffs.delete(token)) {
-      this.release(key, token).catch(() => undefined);
+    const id = handoffId(key, token);
+    const fencingToken = this.earlyHandoffs.get(id);
+    if (fencingToken !== undefined) {
+      this.earlyHandoffs.delete(id);
+      this.giveBack(key, token, fencingToken);
     }
   }
 
-  /** An acquire we stopped waiting for was applied after all: give back what it got. */
-  private undoLateAcquire(
+  /** An acquisition nobody waits for any more was applied: give back what it got. */
+  private undoAcquire(key: string, token: string, reply: AcquireReply): void {
+    if (reply[0] === 1) {
+      this.giveBack(key, token, Number(reply[1]));
+    } else if (reply[2] !== undefined) {
+      void this.track(
+        this.cancelEntry(key, token, reply[2])
+          .then((outcome) => {
+            if (outcome.claimed)
+              this.giveBack(key, token, outcome.fencingToken);
+          })
+          .catch(() => undefined),
+      );
+    }
+  }
+
+  /**
+   * Frees `key` for the next waiter if `token` still holds it by the grant
+   * `fencingToken`: nobody here wants that lock. Works while closing, never throws.
+   */
+  private giveBack(key: string, token: string, fencingToken: number): void {
+    void this.track(
+      this.runRelease(key, token, fencingToken).catch(() => false),
+    );
+  }
+
+  private async runRelease(
     key: string,
     token: string,
-    reply: AcquireReply,
-  ): void {
-    if (this.closed && !this.ownsClient) return;
-    if (reply[0] === 1) {
-      this.release(key, token).catch(() => undefined);
-    } else if (reply[2] !== undefined) {
-      this.cancelEntry(key, token, reply[2])
-        .then((outcome) => outcome.claimed && this.release(key, token))
-        .catch(() => undefined);
-    }
+    fencingToken?: number,
+  ): Promise<boolean> {
+    const result = await this.call(
+      this.scripts.lockRelease(
+        ...this.lockKeys(key),
+        token,
+        this.localWakeList(),
+        ...(fencingToken === undefined ? [] : [fencingToken]),
+      ),
+      'release',
+      // Applied after all: a waiter here it was handed to must still hear of it.
+      (late) => this.afterRelease(key, late),
+    );
+    return this.afterRelease(key, result);
   }
 
-  private rememberClaimed(token: string): void {
+  private afterRelease(key: string, result: unknown): boolean {
+    if (typeof result === 'string') {
+      // Handed to a waiter of this process: deliver it without a trip through Redis.
+      const [nextToken, fencingToken] = result.split('|');
+      this.deliver(nextToken, Number(fencingToken), key);
+      return true;
+    }
+    return Number(result) === 1;
+  }
+
+  private rememberClaimed(id: string): void {
     const now = Date.now();
     for (const [old, at] of this.claimed) {
       if (now - at < claimedMemoryMs) break;
       this.claimed.delete(old);
     }
-    this.claimed.set(token, now);
+    this.claimed.set(id, now);
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight.add(work);
+    const done = () => void this.inFlight.delete(work);
+    work.then(done, done);
+    return work;
   }
 
   /**
@@ -395,39 +542,65 @@ export class RedisLockBackend implements LockBackend {
       holderPttl > 0
         ? Math.min(holderPttl + 1, this.handoffLeaseMs)
         : this.handoffLeaseMs;
-    const timer = setTimeout(() => void this.check(key), delay);
+    const timer: NodeJS.Timeout = setTimeout(
+      () => void this.track(this.check(key, timer)),
+      delay,
+    );
     timer.unref();
     this.checkTimers.set(key, timer);
   }
 
-  private async check(key: string): Promise<void> {
-    this.checkTimers.delete(key);
-    if (!this.waitersByKey.has(key) || this.closed) return;
+  private async check(key: string, timer: NodeJS.Timeout): Promise<void> {
+    // The fired timer keeps this key's slot, so no second check runs alongside.
+    const waiting = [...(this.waitersByKey.get(key) ?? [])].filter(
+      (waiter) => !waiter.cancelling,
+    );
     let pttl = this.handoffLeaseMs;
     try {
-      pttl = Number(
-        await this.call(this.scripts.lockKick(...this.lockKeys(key)), 'check'),
-      );
-      if (pttl === -2) await this.requeue(key);
+      if (waiting.length > 0 && !this.closed) {
+        const [remaining, fencingToken, states] = (await this.call(
+          this.scripts.lockKick(
+            ...this.lockKeys(key),
+            ...waiting.map((waiter) => waiter.entry),
+          ),
+          'check',
+        )) as [number, number, string];
+        pttl = Number(remaining);
+        const missing: Waiter[] = [];
+        for (const [index, waiter] of waiting.entries()) {
+          if (states[index] === 'h') {
+            // Handed over, but its wake-up was lost (or is still on its way).
+            if (this.grant(waiter, Number(fencingToken)))
+              this.rememberClaimed(waiter.id);
+          } else if (states[index] === 'm') {
+            missing.push(waiter);
+          }
+        }
+        await this.requeue(key, missing);
+      }
     } catch {
       // Redis is away; look again later.
     }
+    if (this.checkTimers.get(key) !== timer) return;
+    this.checkTimers.delete(key);
     if (this.waitersByKey.has(key)) this.scheduleCheck(key, pttl);
   }
 
   /**
-   * The lock is free and the queue empty, yet waiters here are still waiting:
-   * their entries were lost (Redis restarted, or the entries aged out). Queue
-   * them again in their original order.
+   * Queues again, in their original order, waiters whose entries vanished
+   * (Redis restarted, the queue aged out, a hand-off to them lapsed unseen).
    */
-  private async requeue(key: string): Promise<void> {
-    const waiting = [...(this.waitersByKey.get(key) ?? [])];
-    for (const waiter of waiting) {
-      if (waiter.cancelling || this.waiters.get(waiter.token) !== waiter)
+  private async requeue(key: string, waiters: Waiter[]): Promise<void> {
+    for (const waiter of waiters) {
+      if (
+        this.closed ||
+        waiter.cancelling ||
+        this.waiters.get(waiter.id) !== waiter
+      )
         continue;
       const remaining = waiter.deadline - Date.now();
       if (remaining <= 0) continue;
-      this.acquiring.add(waiter.token);
+      this.acquiring.add(waiter.id);
       try {
         const reply = (await this.call(
           this.scripts.lockAcquire(
@@ -439,17 +612,20 @@ export class RedisLockBackend implements LockBackend {
             this.handoffLeaseMs,
           ),
           'acquire',
+          (late) => this.undoAcquire(key, waiter.token, late as AcquireReply),
         )) as AcquireReply;
         if (reply[0] === 1) {
           this.grant(waiter, Number(reply[1]), waiter.leaseMs);
         } else if (reply[2] !== undefined) {
-          waiter.entry = reply[2];
+          if (this.waiters.get(waiter.id) === waiter) waiter.entry = reply[2];
+          else if (waiter.outcome === 'not-acquired')
+            this.undoAcquire(key, waiter.token, reply);
         }
       } finally {
-        this.acquiring.delete(waiter.token);
-        const early = this.earlyHandoffs.get(waiter.token);
+        this.acquiring.delete(waiter.id);
+        const early = this.earlyHandoffs.get(waiter.id);
         if (early !== undefined) {
-          this.earlyHandoffs.delete(waiter.token);
+          this.earlyHandoffs.delete(waiter.id);
           this.grant(waiter, early);
         }
       }
@@ -518,4 +694,21 @@ function busy(pttl: number): LockBusy {
   return remaining > 0
     ? { acquired: false, retryAfterMs: remaining }
     : { acquired: false };
+}
+
+/** Resolves true when `pending` settles within `ms`, false otherwise (never rejects). */
+function withDeadline(pending: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), Math.max(0, ms));
+    pending.then(
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+    );
+  });
 }

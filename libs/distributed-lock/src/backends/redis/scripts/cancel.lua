@@ -3,7 +3,7 @@
 -- A waiter gives up. If the lock was handed to it meanwhile, it keeps it:
 -- returns {1, fence, pttl}. Otherwise it leaves the queue: returns {0, pttl}.
 if redis.call('get', KEYS[1]) == ARGV[1] then
-  return { 1, tonumber(redis.call('get', KEYS[2])), redis.call('pttl', KEYS[1]) }
+  return { 1, tonumber(redis.call('get', KEYS[2])) or 0, redis.call('pttl', KEYS[1]) }
 end
 redis.call('lrem', KEYS[3], 1, ARGV[2])
 return { 0, redis.call('pttl', KEYS[1]) }

@@ -1,0 +1,774 @@
+/**
+ * Adversarial tests of the Redis lock backend and LockService: races between
+ * hand-offs, give-ups, releases and shutdown, late or stray wake-up messages,
+ * client options that fight the backend, killed processes, Redis restarts, and
+ * stress runs that would show two holders inside at once.
+ *
+ * Some tests push a hand-off message into a process's wake list by hand. That
+ * stands for a message that arrives late or twice (a slow or reconnecting
+ * blocking connection, a script re-sent after a reconnect, a duplicate queue
+ * entry), which is hard to time from outside.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import {
+  LockBackendError,
+  LockNotAcquiredError,
+  LockService,
+  RedisLockBackend,
+  type LockHandle,
+} from '@app/distributed-lock';
+import { eventually, sleep } from '../../../test/support/lock-fixtures.js';
+import { spawnTs } from '../../../test/support/processes.js';
+import {
+  startRedisServer,
+  type RedisServerHandle,
+} from '../../../test/support/redis-server.js';
+
+let server: RedisServerHandle;
+let redis: Redis;
+const opened: Array<() => Promise<void>> = [];
+
+interface Opened {
+  readonly locks: LockService;
+  readonly backend: RedisLockBackend;
+  readonly client: Redis;
+  readonly close: () => Promise<void>;
+}
+
+interface OpenOptions {
+  readonly url?: string;
+  readonly client?: RedisOptions;
+  readonly commandTimeoutMs?: number;
+  readonly handoffLeaseMs?: number;
+  readonly watchdogLeaseTime?: number;
+}
+
+/** A LockService with its own connection (and so its own wake list), closed after each test. */
+function open(options: OpenOptions = {}): Opened {
+  const client = new Redis(options.url ?? server.url, {
+    maxRetriesPerRequest: 1,
+    ...options.client,
+  });
+  client.on('error', () => undefined);
+  const backend = new RedisLockBackend({
+    client,
+    ownsClient: true,
+    commandTimeoutMs: options.commandTimeoutMs,
+    handoffLeaseMs: options.handoffLeaseMs,
+  });
+  const locks = new LockService({
+    backend,
+    keyPrefix: 'lock:',
+    watchdogLeaseTime: options.watchdogLeaseTime ?? 30_000,
+    waitTime: 5_000,
+    maxKeyLength: 512,
+  });
+  const close = () => locks.close();
+  opened.push(close);
+  return { locks, backend, client, close };
+}
+
+/** Private bookkeeping of a backend, to check that nothing is left behind. */
+function internals(
+  backend: RedisLockBackend,
+): Record<string, { size: number }> {
+  const b = backend as unknown as Record<string, { size: number }>;
+  return {
+    waiters: b.waiters,
+    waitersByKey: b.waitersByKey,
+    acquiring: b.acquiring,
+    earlyHandoffs: b.earlyHandoffs,
+    claimed: b.claimed,
+    checkTimers: b.checkTimers,
+  };
+}
+
+function expectNothingLeft(backend: RedisLockBackend): void {
+  for (const [name, map] of Object.entries(internals(backend))) {
+    expect({ name, size: map.size }).toEqual({ name, size: 0 });
+  }
+}
+
+const queueLength = (name: string) => redis.llen(`lock:{${name}}:queue`);
+
+/** The wake list named in the first queue entry of `name`, and that entry's token. */
+async function firstQueued(
+  name: string,
+): Promise<{ token: string; wakeList: string }> {
+  const entry = await redis.lindex(`lock:{${name}}:queue`, 0);
+  if (!entry) throw new Error(`nobody queues for ${name}`);
+  const [, , token, ...wakeList] = entry.split('|');
+  return { token, wakeList: wakeList.join('|') };
+}
+
+function settledFlag(promise: Promise<unknown>): () => boolean {
+  let settled = false;
+  promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  return () => settled;
+}
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redis = new Redis(server.url);
+});
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await Promise.all(opened.splice(0).map((close) => close()));
+  await redis.flushall();
+});
+
+afterAll(async () => {
+  redis.disconnect();
+  await server.stop();
+});
+
+describe('aborting and giving up', () => {
+  it('an abort while the acquisition is on its way to Redis stops the wait at once', async () => {
+    const a = open();
+    const b = open();
+    const holder = await a.locks.acquire('abort-early', { leaseTime: 10_000 });
+    const controller = new AbortController();
+    const started = performance.now();
+    const attempt = b.locks
+      .acquire('abort-early', { waitTime: 5_000, signal: controller.signal })
+      .catch((error: unknown) => error);
+    controller.abort();
+    expect(await attempt).toBeInstanceOf(LockNotAcquiredError);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(await queueLength('abort-early')).toBe(0);
+    await holder.release();
+    expectNothingLeft(b.backend);
+  });
+});
+
+describe('leases of a lock handed over from the queue', () => {
+  it('an explicit lease granted after a long wait is not reported lost at once', async () => {
+    const a = open();
+    const b = open();
+    const holder = await a.locks.acquire('late-lease');
+    const waiting = b.locks.acquire('late-lease', {
+      leaseTime: 400,
+      waitTime: 5_000,
+    });
+    await sleep(600);
+    await holder.release();
+    const handle = await waiting;
+    expect(handle.lost).toBe(false);
+    await sleep(150);
+    expect(handle.lost).toBe(false);
+    expect(await redis.get('lock:{late-lease}')).toBe(handle.token);
+    // The lease runs from when the caller got the lock, and still just ends.
+    await eventually(() => handle.lost, 2_000);
+    expect(await redis.exists('lock:{late-lease}')).toBe(0);
+  });
+});
+
+describe('a hand-off that arrives after it lapsed', () => {
+  it('is found out at once: the service confirms a hand-off instead of trusting it for a third of its lease', async () => {
+    const s = open();
+    const rival = open();
+    const blocker = await rival.locks.acquire('lapsed');
+    const waiting = s.locks.acquire('lapsed', { waitTime: 5_000 });
+    await eventually(async () => (await queueLength('lapsed')) === 1);
+    const { token, wakeList } = await firstQueued('lapsed');
+    // The message of a hand-off whose lease ran out before it was read (a
+    // stalled process): the lock has moved on to the rival since.
+    await redis.rpush(wakeList, `${token}|0|lock:{lapsed}`);
+    const handle = await waiting;
+    await eventually(() => handle.lost, 300);
+    expect(await redis.get('lock:{lapsed}')).toBe(blocker.token);
+    expect(await handle.release()).toBe(false);
+    expect(await redis.get('lock:{lapsed}')).toBe(blocker.token);
+    await blocker.release();
+  });
+});
+
+describe('reentrancy', () => {
+  it('a call chain that outlives its released lock does not join it', async () => {
+    const locks = open().locks;
+    const rival = open().locks;
+    let late!: Promise<unknown>;
+    await locks.using('outlived', async () => {
+      late = (async () => {
+        await sleep(100);
+        return locks.acquire('outlived', { waitTime: 0 });
+      })().catch((error: unknown) => error);
+    });
+    const other = await rival.acquire('outlived', { waitTime: 0 });
+    const result = await late;
+    expect(result).toBeInstanceOf(LockNotAcquiredError);
+    expect(await redis.get('lock:{outlived}')).toBe(other.token);
+    await other.release();
+  });
+
+  it('a nested hold released after its parent keeps the key until it is released', async () => {
+    const locks = open().locks;
+    let child!: LockHandle;
+    const parent = await locks.acquire('parent-first');
+    await parent.run(async () => {
+      child = await locks.acquire('parent-first');
+    });
+    expect(await parent.release()).toBe(true);
+    expect(await locks.isLocked('parent-first')).toBe(true);
+    expect(await child.release()).toBe(true);
+    expect(await locks.isLocked('parent-first')).toBe(false);
+  });
+});
+
+describe('shutdown', () => {
+  it('close() does not strand a lock handed over to a waiter that is leaving', async () => {
+    const s = open();
+    const holder = await s.locks.acquire('closing');
+    const waiting = s.locks
+      .acquire('closing', { waitTime: 5_000 })
+      .catch((error: unknown) => error);
+    await eventually(async () => (await queueLength('closing')) === 1);
+    // The release reaches Redis first and hands the lock to the waiter, which
+    // close() sends away at the same moment.
+    const released = holder.release();
+    await s.close();
+    expect(await released).toBe(true);
+    expect(await waiting).toBeInstanceOf(LockNotAcquiredError);
+    expect(await redis.exists('lock:{closing}')).toBe(0);
+    expect(await queueLength('closing')).toBe(0);
+  });
+
+  it('close() settles acquisitions still on their way and leaves nothing locked', async () => {
+    const s = open();
+    const rival = open();
+    const blocker = await rival.locks.acquire('in-flight-busy');
+    const queued = s.locks
+      .acquire('in-flight-busy', { waitTime: 5_000 })
+      .catch((error: unknown) => error);
+    const direct = s.locks
+      .acquire('in-flight-free', { waitTime: 0 })
+      .catch((error: unknown) => error);
+    const started = performance.now();
+    await s.close();
+    const results = await Promise.all([queued, direct]);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(results[0]).toBeInstanceOf(LockNotAcquiredError);
+    expect(results[1]).toBeInstanceOf(LockNotAcquiredError);
+    expect(await redis.exists('lock:{in-flight-free}')).toBe(0);
+    expect(await queueLength('in-flight-busy')).toBe(0);
+    await blocker.release();
+    expect(await redis.exists('lock:{in-flight-busy}')).toBe(0);
+  });
+});
+
+describe('late answers and lost wake-ups', () => {
+  it('a release answered after its timeout still wakes the local waiter it handed the lock to', async () => {
+    const s = open({ commandTimeoutMs: 200 });
+    const holder = await s.locks.acquire('late-release');
+    const waiting = s.locks.acquire('late-release', { waitTime: 5_000 });
+    await eventually(async () => (await queueLength('late-release')) === 1);
+    await redis.call('CLIENT', 'PAUSE', '500', 'WRITE');
+    expect(await holder.release().catch((e: unknown) => e)).toBeInstanceOf(
+      LockBackendError,
+    );
+    const started = performance.now();
+    const next = await waiting;
+    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(await next.release()).toBe(true);
+  });
+
+  it('hand-offs reach a process whose client has a commandTimeout shorter than the blocking pop', async () => {
+    const a = open();
+    const b = open({ client: { commandTimeout: 300 } });
+    const holder = await a.locks.acquire('short-timeout');
+    const waiting = b.locks.acquire('short-timeout', { waitTime: 6_000 });
+    await sleep(1_300);
+    const started = performance.now();
+    await holder.release();
+    const next = await waiting;
+    expect(performance.now() - started).toBeLessThan(500);
+    await next.release();
+  });
+
+  it('a late hand-off message never frees the lock its token holds now', async () => {
+    const s = open();
+    const rival = open();
+    // Something else keeps the process listening.
+    const blocker = await rival.locks.acquire('stale:other');
+    const listening = s.locks
+      .acquire('stale:other', { waitTime: 5_000 })
+      .catch((error: unknown) => error);
+    await eventually(async () => (await queueLength('stale:other')) === 1);
+    const { wakeList } = await firstQueued('stale:other');
+
+    // The token holds the key anew (say it was queued again after an earlier
+    // hand-off lapsed); the message of that earlier hand-off arrives only now.
+    const held = await s.locks.acquire('stale:k');
+    await redis.rpush(
+      wakeList,
+      `${held.token}|${held.fencingToken - 1}|lock:{stale:k}`,
+    );
+    await eventually(async () => (await redis.llen(wakeList)) === 0);
+    await sleep(100);
+    expect(await redis.get('lock:{stale:k}')).toBe(held.token);
+    expect(held.lost).toBe(false);
+    expect(await held.release()).toBe(true);
+    await blocker.release();
+    await ((await listening) as LockHandle).release();
+  });
+
+  it('a message about one key is never taken as the grant of another key of the same acquisition', async () => {
+    const s = open();
+    const rival = open();
+    const blocker = await rival.locks.acquire('mk:b');
+    const both = s.locks.acquire(['mk:a', 'mk:b'], { waitTime: 3_000 });
+    const settled = settledFlag(both);
+    await eventually(async () => (await queueLength('mk:b')) === 1);
+    const { token, wakeList } = await firstQueued('mk:b');
+    expect(await redis.get('lock:{mk:a}')).toBe(token);
+
+    // A late message about key a (from an older hand-off of a to this token).
+    await redis.rpush(wakeList, `${token}|0|lock:{mk:a}`);
+    await eventually(async () => (await redis.llen(wakeList)) === 0);
+    await sleep(100);
+    expect(settled()).toBe(false);
+    expect(await redis.get('lock:{mk:b}')).toBe(blocker.token);
+    expect(await redis.get('lock:{mk:a}')).toBe(token);
+
+    await blocker.release();
+    const handle = await both;
+    expect(await redis.get('lock:{mk:b}')).toBe(handle.token);
+    expect(await handle.release()).toBe(true);
+  });
+});
+
+describe('client key prefix and script cache', () => {
+  it('hands over across processes and within one when the client has a keyPrefix', async () => {
+    const a = open({ client: { keyPrefix: 'app:' } });
+    const b = open({ client: { keyPrefix: 'app:' } });
+    const holder = await a.locks.acquire('pfx');
+    expect(await redis.get('app:lock:{pfx}')).toBe(holder.token);
+    const remote = b.locks.acquire('pfx', { waitTime: 5_000 });
+    await eventually(
+      async () => (await redis.llen('app:lock:{pfx}:queue')) === 1,
+    );
+    const local = a.locks.acquire('pfx', { waitTime: 5_000 });
+    await eventually(
+      async () => (await redis.llen('app:lock:{pfx}:queue')) === 2,
+    );
+
+    let started = performance.now();
+    await holder.release();
+    const first = await remote;
+    expect(performance.now() - started).toBeLessThan(300);
+    started = performance.now();
+    await first.release();
+    const second = await local;
+    expect(performance.now() - started).toBeLessThan(300);
+    expect(second.fencingToken).toBe(first.fencingToken + 1);
+    await second.release();
+    expect(await redis.keys('lock:*')).toEqual([]);
+    expect(await redis.exists('app:lock:{pfx}')).toBe(0);
+  });
+
+  it('keeps working after the script cache is flushed, also for a waiter in the queue', async () => {
+    const a = open();
+    const b = open();
+    const holder = await a.locks.acquire('noscript');
+    const waiting = b.locks.acquire('noscript', { waitTime: 5_000 });
+    await eventually(async () => (await queueLength('noscript')) === 1);
+    await redis.script('FLUSH');
+    await holder.release();
+    const next = await waiting;
+    await redis.script('FLUSH');
+    expect(await next.release()).toBe(true);
+    await redis.script('FLUSH');
+    const again = await a.locks.acquire('noscript', { waitTime: 0 });
+    expect(again.fencingToken).toBe(3);
+    await again.release();
+  });
+});
+
+describe('killed processes and restarts', () => {
+  it('waiters get the lock of a SIGKILLed holder within its lease, in order, with rising fences', async () => {
+    const child = spawnTs(
+      'libs/distributed-lock/test/workers/doomed-holder.ts',
+      [server.url, 'killed-holder', '600'],
+    );
+    let out = '';
+    child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    await eventually(() => out.includes('acquired'), 20_000);
+    const services = [open({ handoffLeaseMs: 500 }), open(), open()];
+    const order: number[] = [];
+    const fences: number[] = [];
+    const waits: Promise<void>[] = [];
+    for (const [index, s] of services.entries()) {
+      waits.push(
+        s.locks.using(
+          'killed-holder',
+          (lock) => {
+            order.push(index);
+            fences.push(lock.fencingToken);
+          },
+          { waitTime: 5_000 },
+        ),
+      );
+      await eventually(
+        async () => (await queueLength('killed-holder')) === index + 1,
+      );
+    }
+    child.kill('SIGKILL');
+    const killedAt = performance.now();
+    await Promise.all(waits);
+    expect(performance.now() - killedAt).toBeLessThan(600 + 3_000);
+    expect(order).toEqual([0, 1, 2]);
+    expect(fences).toEqual([2, 3, 4]);
+  });
+
+  it('a waiter whose queue entry vanished in a restart queues again while others keep the key busy', async () => {
+    const own = await startRedisServer();
+    const probe = new Redis(own.url);
+    probe.on('error', () => undefined);
+    const stop = new AbortController();
+    const busyLoops: Promise<void>[] = [];
+    try {
+      const settings = { url: own.url, handoffLeaseMs: 300 };
+      const a = open(settings);
+      const b = open(settings);
+      const holder = open(settings);
+      await holder.locks.acquire('vanished', { leaseTime: 10_000 });
+      const waiting = a.locks
+        .acquire('vanished', { waitTime: 4_000 })
+        .catch((error: unknown) => error);
+      await eventually(
+        async () => (await probe.llen('lock:{vanished}:queue')) === 1,
+      );
+      await own.restart();
+      const restartedAt = performance.now();
+      // From now on b holds the key or has someone queued for it nearly always.
+      for (let i = 0; i < 2; i++) {
+        busyLoops.push(
+          (async () => {
+            while (!stop.signal.aborted) {
+              await b.locks
+                .using('vanished', () => sleep(20), { waitTime: 2_000 })
+                .catch(() => sleep(20));
+            }
+          })(),
+        );
+      }
+      const result = await waiting;
+      expect(result).not.toBeInstanceOf(Error);
+      expect(performance.now() - restartedAt).toBeLessThan(2_000);
+      await (result as LockHandle).release();
+    } finally {
+      stop.abort();
+      await Promise.all(busyLoops);
+      probe.disconnect();
+      await own.stop();
+    }
+  });
+
+  // Known, not fixed: Redis here keeps no data across a restart, and the
+  // fencing counter goes with it. Tokens handed out afterwards start at 1
+  // again, below the ones a protected resource has already seen.
+  it.fails('fencing tokens keep rising across a Redis restart', async () => {
+    const own = await startRedisServer();
+    try {
+      const { locks } = open({ url: own.url });
+      let last = 0;
+      for (let i = 0; i < 3; i++) {
+        const handle = await locks.acquire('fence-restart');
+        last = handle.fencingToken;
+        await handle.release();
+      }
+      await own.restart();
+      let after: LockHandle | undefined;
+      await eventually(async () => {
+        after = await locks
+          .acquire('fence-restart', { waitTime: 0 })
+          .catch(() => undefined);
+        return after !== undefined;
+      });
+      expect(after?.fencingToken).toBeGreaterThan(last);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('the blocking connection does not report unhandled errors while Redis is away', async () => {
+    const own = await startRedisServer();
+    const probe = new Redis(own.url);
+    const errors = vi
+      .spyOn(console, 'error')
+      .mockImplementation(() => undefined);
+    try {
+      const a = open({ url: own.url, commandTimeoutMs: 300 });
+      const b = open({ url: own.url, commandTimeoutMs: 300 });
+      await a.locks.acquire('away', { leaseTime: 10_000 });
+      const waiting = b.locks
+        .acquire('away', { waitTime: 1_000 })
+        .catch((error: unknown) => error);
+      await eventually(
+        async () => (await probe.llen('lock:{away}:queue')) === 1,
+      );
+      probe.disconnect();
+      await own.stop();
+      await sleep(500);
+      await own.restart();
+      await waiting;
+      const unhandled = errors.mock.calls.filter((call) =>
+        String(call[0]).includes('Unhandled error event'),
+      );
+      expect(unhandled).toEqual([]);
+    } finally {
+      probe.disconnect();
+      await own.stop();
+    }
+  });
+});
+
+interface StressOptions {
+  readonly services: Opened[];
+  readonly loopsPerService: number;
+  /** Keys of one acquisition. */
+  readonly pickKeys: () => string[];
+  /** Run until this returns true (checked before each iteration). */
+  readonly done: (iteration: number) => boolean;
+  readonly commandTimeoutMs: number;
+  /** Chance that an acquisition uses this explicit lease instead of the watchdog. */
+  readonly explicitLease?: { chance: number; leaseTime: number };
+}
+
+interface StressResult {
+  acquired: number;
+  busy: number;
+  aborted: number;
+  backendErrors: number;
+  unexpected: unknown[];
+  /** Overlapping holders, with when they were seen. */
+  violations: Array<{ key: string; at: number }>;
+  /** Per key, fencing tokens in the order the critical sections started, with when. */
+  fences: Map<string, Array<{ fence: number; at: number }>>;
+  /** Acquisitions that settled later than their wait time allows. */
+  overdue: Array<{ waitTime: number; tookMs: number }>;
+}
+
+/** 0 (try once), a short wait that often runs out, or a longer one. */
+function pickWait(): number {
+  const r = Math.random();
+  if (r < 0.15) return 0;
+  if (r < 0.55) return 1 + Math.floor(Math.random() * 20);
+  return 50 + Math.floor(Math.random() * 350);
+}
+
+/**
+ * Many callers in several services fight over a few keys with short random
+ * waits (some time out, some are aborted) and 0-3 ms holds, and record anyone
+ * found inside a critical section that someone else is in.
+ */
+async function stress(options: StressOptions): Promise<StressResult> {
+  const result: StressResult = {
+    acquired: 0,
+    busy: 0,
+    aborted: 0,
+    backendErrors: 0,
+    unexpected: [],
+    violations: [],
+    fences: new Map(),
+    overdue: [],
+  };
+  const inside = new Map<string, number>();
+  async function once(locks: LockService): Promise<void> {
+    const keys = options.pickKeys();
+    const waitTime = pickWait();
+    const controller = Math.random() < 0.15 ? new AbortController() : undefined;
+    if (controller) {
+      setTimeout(() => controller.abort(), Math.random() * 15);
+      result.aborted++;
+    }
+    const explicit = options.explicitLease;
+    const leaseTime =
+      explicit && Math.random() < explicit.chance
+        ? explicit.leaseTime
+        : undefined;
+    const started = performance.now();
+    let handle: LockHandle;
+    try {
+      handle = await locks.acquire(keys, {
+        waitTime,
+        leaseTime,
+        signal: controller?.signal,
+      });
+    } catch (error) {
+      if (error instanceof LockNotAcquiredError) result.busy++;
+      else if (error instanceof LockBackendError) result.backendErrors++;
+      else result.unexpected.push(error);
+      return;
+    } finally {
+      const tookMs = performance.now() - started;
+      // One call to queue, the wait, one call to leave the queue (the service
+      // may make one such round per key).
+      if (tookMs > waitTime + 2 * options.commandTimeoutMs * keys.length + 300)
+        result.overdue.push({ waitTime, tookMs });
+    }
+    result.acquired++;
+    const at = performance.now();
+    for (const key of keys) {
+      if ((inside.get(key) ?? 0) > 0) result.violations.push({ key, at });
+      inside.set(key, (inside.get(key) ?? 0) + 1);
+      let seen = result.fences.get(key);
+      if (!seen) result.fences.set(key, (seen = []));
+      seen.push({ fence: handle.fencingTokens.get(key) ?? -1, at });
+    }
+    const hold = Math.floor(Math.random() * 4);
+    await (hold === 0 ? Promise.resolve() : sleep(hold));
+    if (handle.lost) result.unexpected.push(new Error('lost while held'));
+    for (const key of keys) inside.set(key, (inside.get(key) ?? 0) - 1);
+    try {
+      await handle.release();
+    } catch (error) {
+      if (error instanceof LockBackendError) result.backendErrors++;
+      else result.unexpected.push(error);
+    }
+  }
+
+  await Promise.all(
+    options.services.flatMap(({ locks }) =>
+      Array.from({ length: options.loopsPerService }, async () => {
+        for (let i = 0; !options.done(i); i++) await once(locks);
+      }),
+    ),
+  );
+  if (process.env.STRESS_DEBUG)
+    console.log(
+      JSON.stringify({
+        ...result,
+        fences: [...result.fences].map(([k, v]) => [k, v.length]),
+      }),
+    );
+  return result;
+}
+
+function expectRisingFences(
+  fences: Map<string, Array<{ fence: number; at: number }>>,
+  from = 0,
+): void {
+  for (const [key, seen] of fences) {
+    const after = seen.filter((s) => s.at >= from).map((s) => s.fence);
+    for (let i = 1; i < after.length; i++) {
+      if (!(after[i] > after[i - 1])) {
+        throw new Error(
+          `fencing tokens of ${key} do not rise: ${after.slice(Math.max(0, i - 3), i + 3).join(', ')}`,
+        );
+      }
+    }
+  }
+}
+
+describe('stress', () => {
+  it('3 services x 10 callers on one key: one holder at a time, rising fences, nothing left over', async () => {
+    const commandTimeoutMs = 2_000;
+    const services = [open(), open(), open()];
+    const result = await stress({
+      services,
+      loopsPerService: 10,
+      pickKeys: () => ['hot'],
+      done: (i) => i >= 100,
+      commandTimeoutMs,
+    });
+    expect(result.unexpected).toEqual([]);
+    expect(result.violations).toEqual([]);
+    expect(result.overdue).toEqual([]);
+    expect(result.backendErrors).toBe(0);
+    expect(result.acquired).toBeGreaterThan(100);
+    expect(result.busy).toBeGreaterThan(0);
+    expectRisingFences(result.fences);
+    expect(await redis.exists('lock:{hot}')).toBe(0);
+    await eventually(async () => (await queueLength('hot')) === 0, 2_000);
+    await sleep(50);
+    for (const { backend } of services) expectNothingLeft(backend);
+  });
+
+  it('3 services x 10 callers on overlapping key sets, short hand-off leases, some explicit leases: per-key exclusion and rising fences', async () => {
+    const commandTimeoutMs = 2_000;
+    const services = [
+      open({ handoffLeaseMs: 150 }),
+      open({ handoffLeaseMs: 150 }),
+      open(),
+    ];
+    const names = ['p', 'q', 'r'];
+    const result = await stress({
+      services,
+      loopsPerService: 10,
+      pickKeys: () => {
+        const first = names[Math.floor(Math.random() * names.length)];
+        if (Math.random() < 0.5) return [first];
+        const second = names[Math.floor(Math.random() * names.length)];
+        return [...new Set([first, second])];
+      },
+      done: (i) => i >= 80,
+      commandTimeoutMs,
+      explicitLease: { chance: 0.4, leaseTime: 250 },
+    });
+    expect(result.unexpected).toEqual([]);
+    expect(result.violations).toEqual([]);
+    expect(result.overdue).toEqual([]);
+    expect(result.acquired).toBeGreaterThan(100);
+    expectRisingFences(result.fences);
+    for (const name of names) {
+      expect(await redis.exists(`lock:{${name}}`)).toBe(0);
+      await eventually(async () => (await queueLength(name)) === 0, 2_000);
+    }
+    await sleep(50);
+    for (const { backend } of services) expectNothingLeft(backend);
+  });
+
+  it('recovers from a Redis restart in the middle of contention', async () => {
+    const own = await startRedisServer();
+    try {
+      const commandTimeoutMs = 400;
+      const settings = {
+        url: own.url,
+        commandTimeoutMs,
+        handoffLeaseMs: 300,
+        watchdogLeaseTime: 600,
+      };
+      const services = [open(settings), open(settings), open(settings)];
+      const start = performance.now();
+      let restartedAt = Number.POSITIVE_INFINITY;
+      const restart = (async () => {
+        await sleep(700);
+        await own.restart();
+        restartedAt = performance.now();
+      })();
+      const result = await stress({
+        services,
+        loopsPerService: 10,
+        pickKeys: () => ['restart'],
+        done: () => performance.now() > restartedAt + 2_000,
+        commandTimeoutMs,
+      });
+      await restart;
+      expect(performance.now() - start).toBeLessThan(8_000);
+      expect(result.unexpected).toEqual([]);
+      expect(result.overdue).toEqual([]);
+      // Held locks vanish with the data; once the old holders' leases have
+      // run out, one holder at a time again, and the fences rise again
+      // (from 1: the counter was lost too).
+      const settled = restartedAt + 600 + 300;
+      expect(result.violations.filter((v) => v.at > settled)).toEqual([]);
+      expectRisingFences(result.fences, settled);
+      const after = result.fences.get('restart')?.filter((s) => s.at > settled);
+      expect(after?.length ?? 0).toBeGreaterThan(20);
+      // Every service works normally afterwards.
+      for (const { locks } of services) {
+        const handle = await locks.acquire('restart', { waitTime: 2_000 });
+        expect(await handle.release()).toBe(true);
+      }
+      await sleep(100);
+      for (const { backend } of services) expectNothingLeft(backend);
+    } finally {
+      await own.stop();
+    }
+  });
+});
