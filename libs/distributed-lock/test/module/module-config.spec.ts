@@ -279,7 +279,7 @@ describe('connection ownership and shutdown', () => {
       fencingToken: number;
     };
     expect(report.waiter).toBe('LockNotAcquiredError');
-    expect(report.fencingToken).toBe(1);
+    expect(report.fencingToken).toBeGreaterThan(0);
     // It exits by itself soon after close (a leaked connection would keep it
     // running until runTs kills it); generous bound for a loaded machine.
     expect(exitedAt - report.closedAt).toBeLessThan(5_000);

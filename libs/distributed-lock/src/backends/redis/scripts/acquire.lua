@@ -10,7 +10,7 @@ if redis.call('exists', lock_key) == 0 then
   -- The lock expired without a release while others queued: they come first.
   grant_next(lock_key, fence_key, queue_key, now)
   if redis.call('exists', lock_key) == 0 then
-    local fence = redis.call('incr', fence_key)
+    local fence = next_fence(fence_key)
     redis.call('set', lock_key, token, 'px', lease)
     return { 1, fence }
   end

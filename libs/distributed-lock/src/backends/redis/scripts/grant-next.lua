@@ -12,6 +12,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- An idle lock's fencing counter may vanish after this long (see next_fence).
+local fence_retention_ms = 86400000
+
+-- The next fencing token: max(previous + 1, Redis time in microseconds).
+-- Counting alone would start again at 1 whenever the counter is gone (Redis
+-- restarted without persistence, a failover to a replica that lagged, the idle
+-- counter expired), handing out tokens below ones a protected resource has
+-- already seen. Seeding from the clock keeps every token above all earlier
+-- ones, as long as the server clock does not run backwards and a key sees at
+-- most one grant per microsecond (Redis runs far fewer commands than that).
+-- Tokens stay below 2^53, exact in a JavaScript number, until the year 2255.
+-- Returned as a string: Lua would print a number this large as 1.7e+15.
+local function next_fence(fence_key)
+  local t = redis.call('time')
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local previous = tonumber(redis.call('get', fence_key)) or 0
+  local fence = string.format('%.0f', math.max(previous + 1, now_us))
+  redis.call('set', fence_key, fence, 'px', fence_retention_ms)
+  return fence
+end
+
 -- Gives the free lock to the oldest queued waiter that is still waiting, and
 -- wakes only that waiter. Entries whose wait deadline has passed are dropped:
 -- their owners gave up, so they must not stall the queue. Because this runs
@@ -28,7 +49,7 @@ local function grant_next(lock_key, fence_key, queue_key, now, local_list)
     end
     local deadline, lease, token, wake_list = string.match(entry, '^(%d+)|(%d+)|([^|]+)|(.+)$')
     if deadline and tonumber(deadline) >= now then
-      local fence = redis.call('incr', fence_key)
+      local fence = next_fence(fence_key)
       redis.call('set', lock_key, token, 'px', lease)
       if wake_list == local_list then
         return token .. '|' .. fence
