@@ -51,11 +51,11 @@ const redis = new Redis(demoUrl);
 
 try {
   for (const mode of ['nolock', 'lock'] as const) {
-    await redis.del('counter');
+    await redis.del('counter', 'counter:ready');
     const started = performance.now();
     await Promise.all(
       Array.from({ length: processes }, () =>
-        runTs(worker, [demoUrl, String(iterations), mode]),
+        runTs(worker, [demoUrl, String(iterations), mode, String(processes)]),
       ),
     );
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
@@ -67,7 +67,7 @@ try {
       `${mode === 'lock' ? 'with the lock   ' : 'without a lock  '} ${processes} processes x ${iterations} increments: counter = ${value} of ${expected} (${verdict}), ${seconds} s`,
     );
   }
-  await redis.del('counter');
+  await redis.del('counter', 'counter:ready');
 } finally {
   redis.disconnect();
   await own?.stop();

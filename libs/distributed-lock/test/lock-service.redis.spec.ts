@@ -50,7 +50,7 @@ describe('mutual exclusion', () => {
   it('keeps a non-atomic counter exact across 4 OS processes', async () => {
     const worker = 'test/support/workers/counter-worker.ts';
     const outputs = await Promise.all(
-      [1, 2, 3, 4].map(() => runTs(worker, [server.url, '40', 'lock'])),
+      [1, 2, 3, 4].map(() => runTs(worker, [server.url, '40', 'lock', '4'])),
     );
     expect(Number(await redis.get('counter'))).toBe(160);
     const tokens = outputs.flatMap(
@@ -62,7 +62,7 @@ describe('mutual exclusion', () => {
   it('loses updates without the lock (the check above can fail)', async () => {
     const worker = 'test/support/workers/counter-worker.ts';
     await Promise.all(
-      [1, 2, 3, 4].map(() => runTs(worker, [server.url, '40', 'nolock'])),
+      [1, 2, 3, 4].map(() => runTs(worker, [server.url, '40', 'nolock', '4'])),
     );
     expect(Number(await redis.get('counter'))).toBeLessThan(160);
   });
