@@ -1,0 +1,70 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  type DynamicModule,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { DistributedLockModule, LockService } from '@app/distributed-lock';
+import { APP_RUNTIME, type AppRuntime } from './app.runtime.js';
+import {
+  AppExceptionFilter,
+  mapLockError,
+} from './common/app-exception.filter.js';
+import { ConfigModule } from './config/config.module.js';
+import { CouponModule } from './coupon/coupon.module.js';
+import { DatabaseModule } from './database/database.module.js';
+import { HealthModule } from './health/health.module.js';
+import { OrderModule } from './order/order.module.js';
+import { RedisModule } from './redis/redis.module.js';
+import { SeckillModule } from './seckill/seckill.module.js';
+
+/** Closes the runtime after Nest stopped: locks first, then connections, then local servers. */
+@Injectable()
+class RuntimeCloser implements OnApplicationShutdown {
+  constructor(
+    @Inject(APP_RUNTIME) private readonly runtime: AppRuntime,
+    private readonly locks: LockService,
+  ) {}
+
+  async onApplicationShutdown(signal?: string): Promise<void> {
+    if (signal) new Logger('FlashSale').log(`${signal}: shutting down`);
+    await this.locks.close();
+    await this.runtime.close();
+  }
+}
+
+@Module({})
+// oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
+export class AppModule {
+  static register(runtime: AppRuntime): DynamicModule {
+    const { config } = runtime;
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.register(config),
+        RedisModule.forClient(runtime.redis),
+        DatabaseModule.forDatabase(runtime.db),
+        DistributedLockModule.forRoot({
+          redis: runtime.redis,
+          // A purchase waits this long for the coupon's lock, then gets 429.
+          waitTime: config.seckill.waitTime,
+          commandTimeout: config.backendTimeout,
+          mapError: mapLockError,
+          isGlobal: true,
+        }),
+        OrderModule,
+        CouponModule,
+        SeckillModule,
+        HealthModule,
+      ],
+      providers: [
+        { provide: APP_RUNTIME, useValue: runtime },
+        { provide: APP_FILTER, useClass: AppExceptionFilter },
+        RuntimeCloser,
+      ],
+    };
+  }
+}

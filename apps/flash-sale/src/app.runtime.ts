@@ -1,0 +1,112 @@
+import type { LoggerService } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import type { AppConfig } from './config/app-config.js';
+import { createDatabase } from './database/database.js';
+import type { Db } from './database/database.types.js';
+import { openEmbeddedDatabase } from './database/embedded-db.js';
+import { migrateToLatest } from './database/migrator.js';
+import { redactUrl } from './common/redact-url.js';
+import { createRedisClient } from './redis/redis-client.js';
+import { resolveRedis } from './redis/resolve-redis.js';
+
+/** Injection token of the {@link AppRuntime}. */
+export const APP_RUNTIME = Symbol('APP_RUNTIME');
+
+/**
+ * What the app runs on, set up before Nest starts and closed after it stops:
+ * the Redis client, the migrated database, and the local fallbacks (a
+ * redis-server child, the embedded database) when this instance runs them.
+ */
+export interface AppRuntime {
+  readonly config: AppConfig;
+  readonly redis: Redis;
+  readonly db: Db;
+  /** Where the database is, without password. */
+  readonly databaseLabel: string;
+  /** Whether this instance hosts the embedded database (others connect to it). */
+  readonly hostsEmbeddedDatabase: boolean;
+  /** Closes everything, in reverse order of opening; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * Applies pending migrations on a connection of its own with generous
+ * timeouts: an instance may have to wait for another one's migration.
+ */
+async function migrate(url: string, label: string): Promise<string[]> {
+  const { db } = createDatabase({
+    url,
+    poolSize: 1,
+    timeout: 60_000,
+    label,
+  });
+  try {
+    return await migrateToLatest(db);
+  } catch (error) {
+    throw new Error(
+      `Cannot prepare the database (${label}): ${(error as Error).message}`,
+      { cause: error },
+    );
+  } finally {
+    await db.destroy();
+  }
+}
+
+export async function openRuntime(
+  config: AppConfig,
+  logger: LoggerService,
+): Promise<AppRuntime> {
+  const closers: (() => Promise<unknown>)[] = [];
+  const closeAll = async () => {
+    for (const close of closers.splice(0).toReversed()) {
+      await close().catch((error: unknown) =>
+        logger.warn?.(`While shutting down: ${(error as Error).message}`),
+      );
+    }
+  };
+  try {
+    const redisTarget = await resolveRedis(config, logger);
+    closers.push(() => redisTarget.close());
+    const redis = createRedisClient(redisTarget.url, config.backendTimeout);
+    closers.push(() => redis.quit().catch(() => redis.disconnect()));
+    await redis.connect();
+
+    let url = config.databaseUrl;
+    let label = url ? redactUrl(url) : '';
+    let hostsEmbeddedDatabase = false;
+    if (url === undefined) {
+      const embedded = await openEmbeddedDatabase({
+        ...config.embeddedDb,
+        logger,
+      });
+      closers.push(() => embedded.close());
+      url = embedded.url;
+      label = `embedded PGlite at ${url}`;
+      hostsEmbeddedDatabase = embedded.hosted;
+    }
+    const { db } = createDatabase({
+      url,
+      poolSize: config.dbPoolSize ?? (config.databaseUrl ? 10 : 4),
+      timeout: config.backendTimeout,
+      label,
+    });
+    closers.push(() => db.destroy());
+    const applied = await migrate(url, label);
+    if (applied.length > 0) {
+      logger.log(`Applied database migrations: ${applied.join(', ')}`);
+    }
+
+    let closed: Promise<void> | undefined;
+    return {
+      config,
+      redis,
+      db,
+      databaseLabel: label,
+      hostsEmbeddedDatabase,
+      close: () => (closed ??= closeAll()),
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}

@@ -1,0 +1,154 @@
+import path from 'node:path';
+
+/** Injection token of the resolved {@link AppConfig}. */
+export const APP_CONFIG = Symbol('APP_CONFIG');
+
+/** Everything the app reads from its environment, with defaults applied. */
+export interface AppConfig {
+  /** HTTP port (`PORT`, default 3000). */
+  readonly port: number;
+  /**
+   * Redis URL (`REDIS_URL`). Undefined means "the default
+   * `redis://127.0.0.1:6379`, or a local fallback server when nothing answers
+   * there" (see {@link localRedis}).
+   */
+  readonly redisUrl?: string;
+  /**
+   * PostgreSQL URL (`DATABASE_URL`). Undefined means the embedded PGlite
+   * database shared by every instance on this machine (see {@link embeddedDb}).
+   */
+  readonly databaseUrl?: string;
+  readonly embeddedDb: {
+    /** Loopback port of the shared embedded database (`EMBEDDED_DB_PORT`, default 54329). */
+    readonly port: number;
+    /** Its data directory (`EMBEDDED_DB_DIR`, default `.data/flash-sale-db`). */
+    readonly dataDir: string;
+    /** Connections the hosting instance accepts from all instances together (`EMBEDDED_DB_MAX_CONNECTIONS`, default 100). */
+    readonly maxConnections: number;
+  };
+  readonly localRedis: {
+    /**
+     * Start a `redis-server` child process when `REDIS_URL` is unset and
+     * nothing answers on 127.0.0.1:6379 (`LOCAL_REDIS`, default on; `0` turns it off).
+     */
+    readonly enabled: boolean;
+    /**
+     * Its port (`LOCAL_REDIS_PORT`, default 6390). Fixed rather than random so
+     * that every instance on this machine finds the same server: instances
+     * with separate Redis servers would hold separate locks and sell the
+     * stock once each.
+     */
+    readonly port: number;
+  };
+  /** Connections per instance (`DB_POOL_SIZE`; default 10, or 4 on the embedded database). */
+  readonly dbPoolSize?: number;
+  readonly seckill: {
+    /** How long a purchase waits for the coupon's lock, in ms (`SECKILL_WAIT_MS`, default 10000). */
+    readonly waitTime: number;
+  };
+  /** Longest time one Redis or database call may take before the request fails with 503, in ms (`BACKEND_TIMEOUT_MS`, default 2000). */
+  readonly backendTimeout: number;
+  /** How long an instance keeps a coupon's name, price and sale window in memory, in ms (`COUPON_CACHE_MS`, default 2000). */
+  readonly couponCacheTtl: number;
+}
+
+/** Configuration overrides, e.g. from tests: nested objects are merged. */
+export type AppConfigOverrides = Partial<
+  Omit<AppConfig, 'embeddedDb' | 'localRedis' | 'seckill'>
+> & {
+  readonly embeddedDb?: Partial<AppConfig['embeddedDb']>;
+  readonly localRedis?: Partial<AppConfig['localRedis']>;
+  readonly seckill?: Partial<AppConfig['seckill']>;
+};
+
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/** Thrown at startup for a malformed environment variable. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Reads the configuration from `env`, failing fast with the variable's name on bad values. */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): AppConfig {
+  const text = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value ? value : undefined;
+  };
+  const int = (name: string, fallback: number, min: number, max: number) => {
+    const value = text(name);
+    if (value === undefined) return fallback;
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      throw new ConfigError(
+        `${name} must be an integer between ${min} and ${max}, got ${JSON.stringify(value)}`,
+      );
+    }
+    return Number(value);
+  };
+  const flag = (name: string, fallback: boolean) => {
+    const value = text(name)?.toLowerCase();
+    if (value === undefined) return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(value)) return true;
+    if (['0', 'false', 'no', 'off'].includes(value)) return false;
+    throw new ConfigError(
+      `${name} must be 1/0, true/false, yes/no or on/off, got ${JSON.stringify(value)}`,
+    );
+  };
+  const url = (name: string, schemes: string[]) => {
+    const value = text(name);
+    if (value === undefined) return undefined;
+    let parsed: URL;
+    try {
+      parsed = new URL(value);
+    } catch {
+      throw new ConfigError(`${name} is not a valid URL`);
+    }
+    if (!schemes.includes(parsed.protocol)) {
+      throw new ConfigError(
+        `${name} must start with ${schemes.map((s) => `${s}//`).join(' or ')}`,
+      );
+    }
+    return value;
+  };
+  const dbPoolSize = text('DB_POOL_SIZE');
+  return {
+    port: int('PORT', 3000, 0, 65535),
+    redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    embeddedDb: {
+      port: int('EMBEDDED_DB_PORT', 54329, 1, 65535),
+      dataDir: path.resolve(
+        cwd,
+        text('EMBEDDED_DB_DIR') ?? path.join('.data', 'flash-sale-db'),
+      ),
+      maxConnections: int('EMBEDDED_DB_MAX_CONNECTIONS', 100, 2, 10_000),
+    },
+    localRedis: {
+      enabled: flag('LOCAL_REDIS', true),
+      port: int('LOCAL_REDIS_PORT', 6390, 1, 65535),
+    },
+    dbPoolSize:
+      dbPoolSize === undefined ? undefined : int('DB_POOL_SIZE', 10, 1, 1000),
+    seckill: {
+      waitTime: int('SECKILL_WAIT_MS', 10_000, 0, 600_000),
+    },
+    backendTimeout: int('BACKEND_TIMEOUT_MS', 2_000, 50, 60_000),
+    couponCacheTtl: int('COUPON_CACHE_MS', 2_000, 0, 3_600_000),
+  };
+}
+
+/** `base` with `overrides` applied (one level deep for the nested groups). */
+export function mergeConfig(
+  base: AppConfig,
+  overrides: AppConfigOverrides = {},
+): AppConfig {
+  return {
+    ...base,
+    ...overrides,
+    embeddedDb: { ...base.embeddedDb, ...overrides.embeddedDb },
+    localRedis: { ...base.localRedis, ...overrides.localRedis },
+    seckill: { ...base.seckill, ...overrides.seckill },
+  };
+}

@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { OrderModule } from '../order/order.module.js';
+import { CouponController } from './coupon.controller.js';
+import { CouponRepository } from './coupon.repository.js';
+import { CouponService } from './coupon.service.js';
+import { StockCache } from './stock-cache.js';
+import { StockReconciler } from './stock-reconciler.js';
+
+@Module({
+  imports: [OrderModule],
+  controllers: [CouponController],
+  providers: [CouponRepository, CouponService, StockCache, StockReconciler],
+  exports: [CouponService, StockReconciler],
+})
+// oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
+export class CouponModule {}

@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { REDIS_CLIENT } from '../redis/redis-client.js';
+
+/** Remaining stock of a coupon in Redis. */
+export const stockKey = (couponId: number) => `seckill:stock:${couponId}`;
+/** The set of users who bought the coupon. */
+export const buyersKey = (couponId: number) => `seckill:order:${couponId}`;
+
+const SADD_CHUNK = 1_000;
+const REBUILD_TTL_SECONDS = 600;
+
+/** The Redis side of a coupon's stock: what is left and who bought. */
+@Injectable()
+export class StockCache {
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+
+  /** Remaining stock per coupon, `undefined` where Redis has none loaded. */
+  async remaining(couponIds: number[]): Promise<(number | undefined)[]> {
+    if (couponIds.length === 0) return [];
+    const values = await this.redis.mget(couponIds.map(stockKey));
+    return values.map((value) => (value === null ? undefined : Number(value)));
+  }
+
+  /** Whether `userId` is recorded as a buyer of the coupon. */
+  async isBuyer(couponId: number, userId: string): Promise<boolean> {
+    return (await this.redis.sismember(buyersKey(couponId), userId)) === 1;
+  }
+
+  /**
+   * Replaces the coupon's Redis state with the database's: the buyers are
+   * exactly `buyerPages`, the remaining stock is `stock` minus their number.
+   * The new set is built under a temporary key and swapped in together with
+   * the stock in one MULTI, so readers never see half of it. Call it holding
+   * the coupon's lock.
+   */
+  async replace(
+    couponId: number,
+    stock: number,
+    buyerPages: AsyncIterable<string[]>,
+  ): Promise<{ remaining: number; sold: number }> {
+    const temporary = `${buyersKey(couponId)}:rebuild:${randomBytes(6).toString('hex')}`;
+    let sold = 0;
+    let swapped = false;
+    try {
+      for await (const page of buyerPages) {
+        for (let start = 0; start < page.length; start += SADD_CHUNK) {
+          const chunk = page.slice(start, start + SADD_CHUNK);
+          await this.redis
+            .multi()
+            .sadd(temporary, ...chunk)
+            .expire(temporary, REBUILD_TTL_SECONDS)
+            .exec();
+          sold += chunk.length;
+        }
+      }
+      const remaining = Math.max(0, stock - sold);
+      const swap = this.redis.multi();
+      if (sold > 0) {
+        swap.rename(temporary, buyersKey(couponId));
+        swap.persist(buyersKey(couponId));
+      } else {
+        swap.del(buyersKey(couponId));
+      }
+      swap.set(stockKey(couponId), remaining);
+      const results = await swap.exec();
+      const failed = results?.find(([error]) => error !== null)?.[0];
+      if (results === null || failed) {
+        throw failed ?? new Error('Redis discarded the stock update');
+      }
+      swapped = true;
+      return { remaining, sold };
+    } finally {
+      if (!swapped) await this.redis.del(temporary).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,45 @@
+import type {
+  ColumnType,
+  Generated,
+  Insertable,
+  Kysely,
+  Selectable,
+} from 'kysely';
+
+/** A coupon's lifecycle flag; a disabled coupon is not sold whatever its window. */
+export type CouponStatus = 'active' | 'disabled';
+
+/** Table `coupons` (columns in snake_case in SQL, camelCase here). */
+export interface CouponTable {
+  id: Generated<number>;
+  name: string;
+  /** numeric(12,2), parsed to a number. */
+  price: number;
+  /** The initial stock; what is left is `stock - count(orders)`. */
+  stock: number;
+  startAt: Date;
+  endAt: Date;
+  status: ColumnType<CouponStatus, CouponStatus | undefined, CouponStatus>;
+  createdAt: ColumnType<Date, Date | undefined, never>;
+}
+
+/** Table `orders`: UNIQUE (coupon_id, user_id) is the last line of defence. */
+export interface OrderTable {
+  /** bigint, parsed to a number. */
+  id: Generated<number>;
+  couponId: number;
+  userId: string;
+  amountPaid: number;
+  createdAt: ColumnType<Date, Date | undefined, never>;
+}
+
+export interface Database {
+  coupons: CouponTable;
+  orders: OrderTable;
+}
+
+export type Db = Kysely<Database>;
+export type CouponRow = Selectable<CouponTable>;
+export type NewCoupon = Insertable<CouponTable>;
+export type OrderRow = Selectable<OrderTable>;
+export type NewOrder = Insertable<OrderTable>;

@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely/migration';
+import * as createCouponsAndOrders from './0001-create-coupons-and-orders.js';
+
+/**
+ * Every migration, listed explicitly (no folder scanning, so the build output
+ * and the TypeScript sources behave the same). Names sort in the order they run.
+ */
+export const migrations: Readonly<Record<string, Migration>> = {
+  '0001-create-coupons-and-orders': createCouponsAndOrders,
+};

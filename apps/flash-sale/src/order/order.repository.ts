@@ -1,0 +1,84 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DATABASE } from '../database/database.module.js';
+import type { Db, NewOrder } from '../database/database.types.js';
+import type { OrderView } from './order.types.js';
+
+@Injectable()
+export class OrderRepository {
+  constructor(@Inject(DATABASE) private readonly db: Db) {}
+
+  /** Fails with unique_violation (23505) when the user already has an order for the coupon. */
+  async insert(order: NewOrder): Promise<{ id: number }> {
+    return this.db
+      .insertInto('orders')
+      .values(order)
+      .returning('id')
+      .executeTakeFirstOrThrow();
+  }
+
+  /** The user's order for the coupon, if any. */
+  find(couponId: number, userId: string): Promise<{ id: number } | undefined> {
+    return this.db
+      .selectFrom('orders')
+      .select('id')
+      .where('couponId', '=', couponId)
+      .where('userId', '=', userId)
+      .executeTakeFirst();
+  }
+
+  async countByCoupon(couponId: number): Promise<number> {
+    const row = await this.db
+      .selectFrom('orders')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('couponId', '=', couponId)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+
+  /** Orders per coupon, for the given coupons (absent ones have none). */
+  async countByCoupons(couponIds: number[]): Promise<Map<number, number>> {
+    if (couponIds.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('orders')
+      .select((eb) => ['couponId', eb.fn.countAll<number>().as('count')])
+      .where('couponId', 'in', couponIds)
+      .groupBy('couponId')
+      .execute();
+    return new Map(rows.map((row) => [row.couponId, Number(row.count)]));
+  }
+
+  /** The coupon's newest orders first. */
+  async listByCoupon(couponId: number, limit: number): Promise<OrderView[]> {
+    const rows = await this.db
+      .selectFrom('orders')
+      .select(['id', 'couponId', 'userId', 'amountPaid', 'createdAt'])
+      .where('couponId', '=', couponId)
+      .orderBy('createdAt', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      ...row,
+      createdAt: row.createdAt.toISOString(),
+    }));
+  }
+
+  /** Every buyer of the coupon, in pages of `pageSize` (keyset pagination by order id). */
+  async *buyers(couponId: number, pageSize = 5_000): AsyncGenerator<string[]> {
+    let after = 0;
+    for (;;) {
+      const rows = await this.db
+        .selectFrom('orders')
+        .select(['id', 'userId'])
+        .where('couponId', '=', couponId)
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(pageSize)
+        .execute();
+      if (rows.length === 0) return;
+      yield rows.map((row) => row.userId);
+      if (rows.length < pageSize) return;
+      after = rows[rows.length - 1].id;
+    }
+  }
+}
