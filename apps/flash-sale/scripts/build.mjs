@@ -10,7 +10,8 @@
 // 2. compiles every .ts with SWC (legacy decorators with metadata, as Nest needs),
 // 3. rewrites imports of the `@app/distributed-lock` path alias to relative
 //    paths into the compiled library, so no alias resolution is needed at run time,
-// 4. copies the .lua scripts of both next to the compiled code that reads them.
+// 4. copies the .lua scripts of both, and the web page's files (src/web/public),
+//    next to the compiled code that reads them.
 import { spawnSync } from 'node:child_process';
 import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -118,18 +119,25 @@ for (const { from, to } of sources) {
   }
 }
 
-// 4. Lua scripts, read at run time next to the modules that use them.
+// 4. Lua scripts and the web page's static files, read at run time next to
+//    the modules that use them.
+const isAsset = (file) =>
+  file.endsWith('.lua') ||
+  file.split(path.sep).join('/').includes('/web/public/');
 let scripts = 0;
+let assets = 0;
 for (const { from, to } of sources) {
-  for (const file of await filesUnder(from, (name) => name.endsWith('.lua'))) {
+  for (const file of await filesUnder(from, () => true)) {
+    if (!isAsset(file)) continue;
     const target = path.join(to, path.relative(from, file));
     await mkdir(path.dirname(target), { recursive: true });
     await copyFile(file, target);
-    scripts += 1;
+    if (file.endsWith('.lua')) scripts += 1;
+    else assets += 1;
   }
 }
 
 console.log(
-  `build-app: compiled ${compiled} file(s) and copied ${scripts} Lua script(s) into ${relative(outDir)}; ` +
+  `build-app: compiled ${compiled} file(s) and copied ${scripts} Lua script(s) and ${assets} web file(s) into ${relative(outDir)}; ` +
     `run it with: node ${relative(path.join(outDir, 'main.js'))}`,
 );

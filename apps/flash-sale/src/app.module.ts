@@ -20,6 +20,7 @@ import { HealthModule } from './health/health.module.js';
 import { OrderModule } from './order/order.module.js';
 import { RedisModule } from './redis/redis.module.js';
 import { SeckillModule } from './seckill/seckill.module.js';
+import { WebModule } from './web/web.module.js';
 
 /** Closes the runtime after Nest stopped: locks first, then connections, then local servers. */
 @Injectable()
@@ -57,8 +58,9 @@ export class AppModule {
         }),
         OrderModule,
         CouponModule,
-        SeckillModule,
+        SeckillModule.register(config),
         HealthModule,
+        WebModule,
       ],
       providers: [
         { provide: APP_RUNTIME, useValue: runtime },

@@ -158,6 +158,28 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
     await buy(app.http, couponId, 'carol').expect(201);
   });
 
+  it('answers sold-out and repeat buyers without queueing for the coupon lock', async () => {
+    const couponId = await createCoupon(app.http, { stock: 1 });
+    await buy(app.http, couponId, 'gina').expect(201);
+    const holder = createLockService(redisServer.url);
+    const lock = await holder.locks.acquire(`coupon:${couponId}`, {
+      leaseTime: 10_000,
+    });
+    try {
+      // With the lock held elsewhere, anything that queued would end in 429
+      // after the wait time; these are answered at once from Redis.
+      const startedAt = Date.now();
+      const repeat = await buy(app.http, couponId, 'gina').expect(409);
+      const late = await buy(app.http, couponId, 'hank').expect(409);
+      expect(repeat.body).toMatchObject({ code: 'ALREADY_PURCHASED' });
+      expect(late.body).toMatchObject({ code: 'SOLD_OUT' });
+      expect(Date.now() - startedAt).toBeLessThan(1_000);
+    } finally {
+      await lock.release();
+      await holder.close();
+    }
+  });
+
   it('answers 404 NOT_FOUND for an unknown coupon', async () => {
     const response = await buy(app.http, 999_999, 'dave').expect(404);
     expect(response.body).toMatchObject({ ok: false, code: 'NOT_FOUND' });

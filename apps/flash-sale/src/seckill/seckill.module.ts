@@ -1,14 +1,27 @@
-import { Module } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
+import type { AppConfig } from '../config/app-config.js';
 import { CouponModule } from '../coupon/coupon.module.js';
 import { OrderModule } from '../order/order.module.js';
 import { CouponOnSalePipe } from './coupon-on-sale.pipe.js';
-import { SeckillController } from './seckill.controller.js';
+import { SeckillPrecheckGuard } from './seckill-precheck.guard.js';
+import {
+  SeckillController,
+  UnlockedSeckillController,
+} from './seckill.controller.js';
 import { SeckillService } from './seckill.service.js';
 
-@Module({
-  imports: [CouponModule, OrderModule],
-  controllers: [SeckillController],
-  providers: [SeckillService, CouponOnSalePipe],
-})
+@Module({})
 // oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
-export class SeckillModule {}
+export class SeckillModule {
+  /** The locked purchase route, or the unlocked one when SECKILL_LOCK=off (load tests only). */
+  static register(config: AppConfig): DynamicModule {
+    return {
+      module: SeckillModule,
+      imports: [CouponModule, OrderModule],
+      controllers: [
+        config.seckill.lock ? SeckillController : UnlockedSeckillController,
+      ],
+      providers: [SeckillService, CouponOnSalePipe, SeckillPrecheckGuard],
+    };
+  }
+}

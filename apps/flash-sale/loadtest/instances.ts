@@ -1,0 +1,116 @@
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  nodeArgs,
+  spawnGuarded,
+  type GuardedProcess,
+} from './child-process.js';
+
+export const APP_SOURCE = 'apps/flash-sale/src/main.ts';
+export const APP_BUILD = 'dist/apps/flash-sale/main.js';
+
+export interface AppInstanceOptions {
+  /** Position in the list of instances, for logs. */
+  readonly index: number;
+  readonly port: number;
+  /** The instance's complete environment (PORT is set from `port`). */
+  readonly env: NodeJS.ProcessEnv;
+  /** Run `dist/apps/flash-sale/main.js` instead of the sources. */
+  readonly fromBuild: boolean;
+  /** Longest wait for `GET /health` to answer 200 after a start, in ms. */
+  readonly startTimeoutMs: number;
+  /** Called with every line the instance logs. */
+  readonly onLine?: (index: number, line: string) => void;
+}
+
+/** One flash-sale app instance, a separate OS process on its own port. */
+export class AppInstance {
+  private process?: GuardedProcess;
+  /** How often it was started (1 + restarts). */
+  starts = 0;
+
+  constructor(private readonly options: AppInstanceOptions) {}
+
+  get index(): number {
+    return this.options.index;
+  }
+
+  get port(): number {
+    return this.options.port;
+  }
+
+  get pid(): number | undefined {
+    return this.process?.hasExited() ? undefined : this.process?.child.pid;
+  }
+
+  /** The last lines the current (or last) process logged. */
+  logTail(): string {
+    return this.process?.tail() ?? '';
+  }
+
+  /** Starts the process and resolves once `GET /health` answers 200. */
+  async start(): Promise<void> {
+    if (this.pid !== undefined) throw new Error(`${this.name} is running`);
+    const { index, port, env, fromBuild, onLine } = this.options;
+    this.starts += 1;
+    const proc = spawnGuarded(
+      nodeArgs(fromBuild ? APP_BUILD : APP_SOURCE),
+      { ...env, PORT: String(port) },
+      onLine && ((line) => onLine(index, line)),
+    );
+    this.process = proc;
+    const deadline = Date.now() + this.options.startTimeoutMs;
+    for (;;) {
+      if (proc.hasExited()) {
+        const { code, signal } = await proc.exited;
+        throw new Error(
+          `${this.name} exited during startup (${signal ?? `code ${code}`}). Its last lines:\n${proc.tail()}`,
+        );
+      }
+      if ((await healthStatus(port)) === 200) return;
+      if (Date.now() > deadline) {
+        await proc.stop('SIGKILL');
+        throw new Error(
+          `${this.name} did not answer GET /health with 200 within ${this.options.startTimeoutMs} ms. Its last lines:\n${proc.tail()}`,
+        );
+      }
+      await sleep(150);
+    }
+  }
+
+  /** SIGKILL, as a crash: no shutdown hook runs, held locks stay until their lease ends. */
+  async kill(): Promise<void> {
+    await this.process?.stop('SIGKILL');
+  }
+
+  /** SIGTERM (the app's graceful shutdown), SIGKILL after `graceMs`. */
+  async stop(graceMs = 10_000): Promise<void> {
+    await this.process?.stop('SIGTERM', graceMs);
+  }
+
+  private get name(): string {
+    return `Instance ${this.options.index + 1} (port ${this.options.port})`;
+  }
+}
+
+/** GET /health on a fresh connection: the status, or 0 when nothing answered within a second. */
+export function healthStatus(port: number): Promise<number> {
+  return new Promise((resolve) => {
+    const request = http.get(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/health',
+        agent: false,
+        timeout: 1_000,
+      },
+      (response) => {
+        response.resume();
+        response.once('end', () => resolve(response.statusCode ?? 0));
+        response.once('error', () => resolve(0));
+      },
+    );
+    request.once('timeout', () => request.destroy(new Error('timeout')));
+    request.once('error', () => resolve(0));
+  });
+}

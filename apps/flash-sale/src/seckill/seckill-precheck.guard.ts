@@ -1,0 +1,62 @@
+import {
+  Inject,
+  Injectable,
+  type CanActivate,
+  type ExecutionContext,
+} from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { alreadyPurchased, soldOut } from '../common/app-exception.js';
+import { USER_ID_MAX_LENGTH } from '../common/pipes/user-id.pipe.js';
+import { buyersKey, stockKey } from '../coupon/stock-cache.js';
+import { REDIS_CLIENT } from '../redis/redis-client.js';
+
+const COUPON_ID = /^[1-9][0-9]{0,15}$/;
+const USER_ID = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Answers the two outcomes that dominate a flash sale, sold out and already
+ * bought, with one Redis read before the request queues for the coupon's
+ * lock. Only a definite answer stops the request: malformed input goes on to
+ * the pipes (400), and a coupon Redis does not know goes on to the locked
+ * purchase, which reloads it. seckill.lua checks both again under the lock,
+ * so a stale read here can only send a request to the lock, never sell.
+ */
+@Injectable()
+export class SeckillPrecheckGuard implements CanActivate {
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<{
+      params?: Record<string, unknown>;
+      headers: Record<string, unknown>;
+    }>();
+    const couponText = request.params?.couponId;
+    const userId = request.headers['userid'];
+    if (
+      typeof couponText !== 'string' ||
+      !COUPON_ID.test(couponText) ||
+      typeof userId !== 'string' ||
+      userId.length > USER_ID_MAX_LENGTH ||
+      !USER_ID.test(userId)
+    ) {
+      return true;
+    }
+    const couponId = Number(couponText);
+    let stock: string | null;
+    let bought: number;
+    try {
+      [stock, bought] = await Promise.all([
+        this.redis.get(stockKey(couponId)),
+        this.redis.sismember(buyersKey(couponId), userId),
+      ]);
+    } catch {
+      // Redis trouble is for the purchase to report (503), not the shortcut.
+      return true;
+    }
+    if (stock === null) return true;
+    // Same order as seckill.lua: a buyer hears "already bought" even when sold out.
+    if (bought === 1) throw alreadyPurchased();
+    if (Number(stock) <= 0) throw soldOut();
+    return true;
+  }
+}

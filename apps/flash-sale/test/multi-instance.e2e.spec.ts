@@ -1,0 +1,143 @@
+import { createLockService } from '../../../test/support/lock-fixtures.js';
+import {
+  startRedisServer,
+  type RedisServerHandle,
+} from '../../../test/support/redis-server.js';
+import { runLoadTest } from '../loadtest/run-load-test.js';
+import {
+  buy,
+  checkInvariants,
+  createCoupon,
+  createTestDatabase,
+  findTestPostgres,
+  startApp,
+  type TestDatabase,
+} from './support/harness.js';
+
+const postgres = await findTestPostgres();
+
+describe.skipIf(!postgres)(
+  'several app instances as separate processes',
+  () => {
+    let redisServer: RedisServerHandle;
+    let db: TestDatabase;
+
+    beforeAll(async () => {
+      [redisServer, db] = await Promise.all([
+        startRedisServer(),
+        createTestDatabase(postgres!),
+      ]);
+    });
+
+    afterAll(async () => {
+      await db?.drop();
+      await redisServer?.stop();
+    });
+
+    it('sells a stock of 50 to exactly 50 of 500 users sending 2,000 requests over 3 instances', async () => {
+      const report = await runLoadTest({
+        redisUrl: redisServer.url,
+        databaseUrl: db.url,
+        instances: 3,
+        couponStock: 50,
+        users: 500,
+        requests: 2_000,
+        concurrency: 100,
+      });
+
+      expect(report.invariants.filter((invariant) => !invariant.ok)).toEqual(
+        [],
+      );
+      expect(report.ok).toBe(true);
+      expect(report).toMatchObject({
+        sent: 2_000,
+        finished: 2_000,
+        successes: 50,
+        successUsers: 50,
+        duplicateSuccessUsers: 0,
+        serverErrors: 0,
+        transportErrors: 0,
+        sale: {
+          initialStock: 50,
+          ordersInDatabase: 50,
+          distinctUsersInDatabase: 50,
+          remainingInRedis: 0,
+          buyersInRedis: 50,
+          usersWithTwoOrders: [],
+        },
+      });
+      // Everything else was a refusal: sold out, or this user already bought.
+      expect(Object.keys(report.outcomes).toSorted()).toEqual(
+        expect.arrayContaining(['201', '409 SOLD_OUT']),
+      );
+      for (const outcome of Object.keys(report.outcomes)) {
+        expect(['201', '409 SOLD_OUT', '409 ALREADY_PURCHASED']).toContain(
+          outcome,
+        );
+      }
+      // The three processes shared the requests, and each one sold some.
+      expect(report.instances).toHaveLength(3);
+      for (const instance of report.instances) {
+        expect(instance.responses).toBeGreaterThanOrEqual(600);
+        expect(instance.starts).toBe(1);
+      }
+      expect(new Set(report.instances.map((i) => i.port)).size).toBe(3);
+      // The database agrees with the report, read independently.
+      await checkInvariants(db, 0, report.couponId);
+    }, 120_000);
+  },
+);
+
+describe.skipIf(!postgres)('SECKILL_LOCK=off (load tests only)', () => {
+  let redisServer: RedisServerHandle;
+  let db: TestDatabase;
+
+  beforeAll(async () => {
+    [redisServer, db] = await Promise.all([
+      startRedisServer(),
+      createTestDatabase(postgres!),
+    ]);
+  });
+
+  afterAll(async () => {
+    await db?.drop();
+    await redisServer?.stop();
+  });
+
+  it('sells without taking the coupon lock, and with it by default', async () => {
+    const other = createLockService(redisServer.url);
+    const [locked, unlocked] = await Promise.all([
+      startApp({
+        redisUrl: redisServer.url,
+        databaseUrl: db.url,
+        seckill: { waitTime: 300 },
+      }),
+      startApp({
+        redisUrl: redisServer.url,
+        databaseUrl: db.url,
+        seckill: { waitTime: 300, lock: false },
+      }),
+    ]);
+    try {
+      const couponId = await createCoupon(locked.http, { stock: 2 });
+      // Someone else holds the coupon's lock for the whole test.
+      const held = await other.locks.acquire(`coupon:${couponId}`, {
+        leaseTime: 20_000,
+      });
+
+      const waited = await buy(locked.http, couponId, 'alice').expect(429);
+      expect(waited.body).toMatchObject({ code: 'BUSY' });
+      await buy(unlocked.http, couponId, 'alice').expect(201);
+      await buy(unlocked.http, couponId, 'alice').expect(409);
+      await buy(unlocked.http, couponId, 'bob').expect(201);
+      const late = await buy(unlocked.http, couponId, 'carol').expect(409);
+      expect(late.body).toMatchObject({ code: 'SOLD_OUT' });
+
+      await held.release();
+      await checkInvariants(db, 0, couponId);
+    } finally {
+      await Promise.all([locked.close(), unlocked.close()]);
+      await other.close();
+    }
+  });
+});
