@@ -1,4 +1,4 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import type { AppConfig } from '../config/app-config.js';
 import { CouponModule } from '../coupon/coupon.module.js';
 import { OrderModule } from '../order/order.module.js';
@@ -15,6 +15,12 @@ import { SeckillService } from './seckill.service.js';
 export class SeckillModule {
   /** The locked purchase route, or the unlocked one when SECKILL_LOCK=off (load tests only). */
   static register(config: AppConfig): DynamicModule {
+    if (!config.seckill.lock) {
+      // The load tool waits for this line to know the mode took effect.
+      new Logger('Seckill').warn(
+        'SECKILL_LOCK=off: purchases run without the coupon lock (for load tests only)',
+      );
+    }
     return {
       module: SeckillModule,
       imports: [CouponModule, OrderModule],
