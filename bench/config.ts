@@ -1,0 +1,98 @@
+/** How long and how often each scenario runs, per mode. */
+export interface BenchConfig {
+  readonly mode: 'smoke' | 'full';
+  /** Lease/TTL every contender takes, in ms. */
+  readonly ttlMs: number;
+  readonly uncontended: {
+    readonly reps: number;
+    readonly warmupMs: number;
+    readonly sliceMs: number;
+    /** Concurrent loops in B. */
+    readonly loopsB: number;
+  };
+  readonly contention: {
+    readonly reps: number;
+    readonly windowMs: number;
+    readonly contenders: number;
+    readonly processes: number;
+    readonly holds: readonly number[];
+    /** Longest wait for stragglers after the window before giving up on them. */
+    readonly drainMs: number;
+  };
+  readonly quorum: {
+    readonly reps: number;
+    readonly warmupMs: number;
+    readonly sliceMs: number;
+    readonly sizes: readonly number[];
+  };
+  readonly server: { readonly requests: number };
+  readonly flashSale: {
+    /** Runs per mode (lock, script alone); 0 skips F. */
+    readonly reps: number;
+    readonly instances: number;
+    readonly requests: number;
+    readonly concurrency: number;
+    readonly users: number;
+    readonly couponStock: number;
+    readonly maxDurationMs: number;
+  };
+  readonly soak: {
+    readonly cycles: number;
+    readonly loops: number;
+    readonly keys: number;
+    /** Quiet checkpoints (heap, timers, connections) over the run. */
+    readonly checkpoints: number;
+  };
+}
+
+export const fullConfig: BenchConfig = {
+  mode: 'full',
+  ttlMs: 10_000,
+  uncontended: { reps: 5, warmupMs: 300, sliceMs: 1_000, loopsB: 64 },
+  contention: {
+    reps: 3,
+    windowMs: 2_000,
+    contenders: 16,
+    processes: 4,
+    holds: [0, 1],
+    drainMs: 15_000,
+  },
+  quorum: { reps: 5, warmupMs: 200, sliceMs: 1_000, sizes: [3, 5] },
+  server: { requests: 200_000 },
+  flashSale: {
+    reps: 2,
+    instances: 3,
+    requests: 3_000,
+    concurrency: 100,
+    users: 1_500,
+    couponStock: 200,
+    maxDurationMs: 60_000,
+  },
+  soak: { cycles: 1_000_000, loops: 64, keys: 16, checkpoints: 10 },
+};
+
+export const smokeConfig: BenchConfig = {
+  mode: 'smoke',
+  ttlMs: 10_000,
+  uncontended: { reps: 1, warmupMs: 100, sliceMs: 300, loopsB: 64 },
+  contention: {
+    reps: 1,
+    windowMs: 400,
+    contenders: 16,
+    processes: 4,
+    holds: [0, 1],
+    drainMs: 5_000,
+  },
+  quorum: { reps: 1, warmupMs: 50, sliceMs: 250, sizes: [3, 5] },
+  server: { requests: 10_000 },
+  flashSale: {
+    reps: 0,
+    instances: 3,
+    requests: 300,
+    concurrency: 50,
+    users: 200,
+    couponStock: 50,
+    maxDurationMs: 20_000,
+  },
+  soak: { cycles: 20_000, loops: 64, keys: 16, checkpoints: 4 },
+};

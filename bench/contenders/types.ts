@@ -1,0 +1,38 @@
+/** A lock held by a contender; release it exactly once. */
+export interface HeldLock {
+  release(): Promise<void>;
+}
+
+export interface AcquireOptions {
+  /** Lease (TTL) in ms, for contenders that take one. */
+  readonly ttlMs: number;
+  /** Aborting it makes a waiting acquisition give up (where the contender supports it). */
+  readonly signal?: AbortSignal;
+}
+
+/** One process's handle on a lock implementation: its clients, its lock objects. */
+export interface ContenderInstance {
+  /**
+   * Acquires `key`, waiting as the implementation does (its own retries,
+   * queue, or polling). Rejects when it gives up (retries exhausted, timeout).
+   */
+  acquire(key: string, options: AcquireOptions): Promise<HeldLock>;
+  /** Closes every connection and timer this instance opened. */
+  close(): Promise<void>;
+}
+
+/** What a contender needs to start: Redis URLs (one, or several for quorum modes). */
+export interface ContenderContext {
+  readonly urls: readonly string[];
+}
+
+export interface Contender {
+  /** Stable id, used on the command line of workers and in the JSON. */
+  readonly id: string;
+  /** Row label in the report. */
+  readonly label: string;
+  /** Package and version, e.g. `redlock 4.2.0 on ioredis 4.31.0`. */
+  readonly detail: string;
+  readonly kind: 'baseline' | 'ours' | 'peer';
+  create(context: ContenderContext): Promise<ContenderInstance>;
+}

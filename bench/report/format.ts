@@ -1,0 +1,65 @@
+/** Number formatting for the report: fixed, locale-free, with placeholders for missing data. */
+
+const dash = '–';
+
+export function int(value: number): string {
+  if (!Number.isFinite(value)) return Number.isNaN(value) ? dash : '∞';
+  return Math.round(value).toLocaleString('en-US');
+}
+
+export function ms(value: number): string {
+  if (!Number.isFinite(value)) return Number.isNaN(value) ? dash : '∞';
+  if (value >= 100) return value.toFixed(0);
+  if (value >= 10) return value.toFixed(1);
+  if (value >= 1) return value.toFixed(2);
+  return value.toFixed(3);
+}
+
+export function ratio(value: number): string {
+  if (!Number.isFinite(value)) return Number.isNaN(value) ? dash : '∞';
+  return `${value.toFixed(2)}x`;
+}
+
+export function num(value: number, digits = 2): string {
+  if (!Number.isFinite(value)) return Number.isNaN(value) ? dash : '∞';
+  return value.toFixed(digits);
+}
+
+export function pct(value: number): string {
+  if (!Number.isFinite(value)) return dash;
+  return `${(value * 100).toFixed(0)}%`;
+}
+
+export function bytes(value: number): string {
+  if (!Number.isFinite(value)) return dash;
+  const sign = value < 0 ? '-' : '';
+  const abs = Math.abs(value);
+  if (abs >= 1024 * 1024) return `${sign}${(abs / 1024 / 1024).toFixed(1)} MiB`;
+  if (abs >= 1024) return `${sign}${(abs / 1024).toFixed(0)} KiB`;
+  return `${sign}${abs} B`;
+}
+
+const esc = (cell: string) => cell.replaceAll('|', '\\|');
+
+/** A Markdown table; cells are escaped for pipes. */
+export function table(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  align: readonly ('l' | 'r')[] = [],
+): string {
+  const widths = header.map((h, i) =>
+    Math.max(3, esc(h).length, ...rows.map((r) => esc(r[i] ?? '').length)),
+  );
+  const line = (cells: readonly string[]) =>
+    `| ${cells
+      .map((c, i) =>
+        align[i] === 'r'
+          ? esc(c).padStart(widths[i])
+          : esc(c).padEnd(widths[i]),
+      )
+      .join(' | ')} |`;
+  const rule = `| ${widths
+    .map((w, i) => (align[i] === 'r' ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w)))
+    .join(' | ')} |`;
+  return [line(header), rule, ...rows.map(line)].join('\n');
+}

@@ -1,0 +1,102 @@
+import { setMaxListeners } from 'node:events';
+import { nowMs, sleep, sleepUntil } from '../clock.js';
+import type { ContenderInstance } from '../contenders/types.js';
+import { errorText } from './context.js';
+
+/** One contention window, as run by one process for its share of the contenders. */
+export interface ContentionSpec {
+  readonly key: string;
+  /** Contender numbers of this process's loops (one loop per contender). */
+  readonly who: readonly number[];
+  readonly holdMs: number;
+  /** Shared clock (ms, see nowMs) at which every loop starts. */
+  readonly startAt: number;
+  readonly windowMs: number;
+  readonly ttlMs: number;
+  readonly drainMs: number;
+}
+
+/** What one process saw; timestamps on the shared clock. */
+export interface ContentionEvents {
+  /** Flat quadruples: contender, wait began, acquired, release began. */
+  readonly acquisitions: number[];
+  /** Flat pairs: contender, wait began, for waits still open at the window's end. */
+  readonly openWaits: number[];
+  /** Acquisitions that gave up (retries exhausted, timed out). */
+  readonly failures: number;
+  /** Loops still busy when the drain time ran out. */
+  readonly stragglers: number;
+  readonly firstError?: string;
+}
+
+/**
+ * Runs `spec.who.length` loops on one key: acquire, hold `holdMs` (0: release
+ * at once), release, repeat, until the window ends. A failed acquisition
+ * (the implementation gave up) is retried at once; the wait is measured from
+ * the first attempt.
+ */
+export async function runContention(
+  instance: ContenderInstance,
+  spec: ContentionSpec,
+): Promise<ContentionEvents> {
+  const acquisitions: number[] = [];
+  const openWaits: number[] = [];
+  let failures = 0;
+  let firstError: string | undefined;
+  const end = spec.startAt + spec.windowMs;
+  const stop = new AbortController();
+  // Every waiting loop listens on it.
+  setMaxListeners(spec.who.length + 10, stop.signal);
+  let busy = 0;
+
+  const loop = async (who: number) => {
+    busy += 1;
+    try {
+      let waitStart = nowMs();
+      while (waitStart < end) {
+        let held;
+        try {
+          held = await instance.acquire(spec.key, {
+            ttlMs: spec.ttlMs,
+            signal: stop.signal,
+          });
+        } catch (error) {
+          if (stop.signal.aborted || nowMs() >= end) break;
+          failures += 1;
+          firstError ??= errorText(error);
+          continue;
+        }
+        const acquiredAt = nowMs();
+        if (spec.holdMs > 0) await sleep(spec.holdMs);
+        const releaseAt = nowMs();
+        try {
+          await held.release();
+        } catch (error) {
+          firstError ??= `release: ${errorText(error)}`;
+        }
+        if (acquiredAt > end) break;
+        acquisitions.push(who, waitStart, acquiredAt, releaseAt);
+        waitStart = nowMs();
+      }
+      if (waitStart < end) openWaits.push(who, waitStart);
+    } finally {
+      busy -= 1;
+    }
+  };
+
+  await sleepUntil(spec.startAt);
+  const loops = Promise.all(spec.who.map((who) => loop(who)));
+  await sleepUntil(end);
+  stop.abort();
+  const drained = await Promise.race([
+    loops.then(() => true),
+    sleep(spec.drainMs).then(() => false),
+  ]);
+  return {
+    acquisitions,
+    openWaits,
+    failures,
+    stragglers: drained ? 0 : busy,
+    firstError,
+  };
+}

@@ -1,0 +1,149 @@
+import { performance } from 'node:perf_hooks';
+import { contender, uncontendedIds } from '../contenders/index.js';
+import { median, summarize, type LatencySummary } from '../stats.js';
+import { errorText, rotation, type BenchContext } from './context.js';
+
+/** One slice of A or B for one contender. */
+export interface UncontendedSlice {
+  readonly cyclesPerSec: number;
+  /** A: acquisition latency; B: whole cycle latency (acquire + release). */
+  readonly acquire: LatencySummary;
+  readonly release: LatencySummary;
+  readonly cycle: LatencySummary;
+}
+
+export interface UncontendedRow {
+  readonly id: string;
+  readonly label: string;
+  readonly detail: string;
+  readonly slices: UncontendedSlice[];
+  readonly error?: string;
+  /** Medians over the repetitions. */
+  readonly cyclesPerSec: number;
+  readonly acquireP50: number;
+  readonly acquireP99: number;
+  readonly releaseP50: number;
+  readonly releaseP99: number;
+  readonly cycleP50: number;
+  readonly cycleP99: number;
+}
+
+export interface UncontendedResult {
+  readonly scenario: 'A' | 'B';
+  readonly loops: number;
+  readonly reps: number;
+  readonly sliceMs: number;
+  readonly rows: UncontendedRow[];
+}
+
+/**
+ * A (one loop) and B (`loops` concurrent loops), each loop on its own keys,
+ * no contention. Contenders run in interleaved slices: every repetition runs
+ * each contender once, for `sliceMs` after `warmupMs` of unmeasured warm-up.
+ */
+export async function runUncontended(
+  ctx: BenchContext,
+  scenario: 'A' | 'B',
+  ids: readonly string[] = uncontendedIds,
+): Promise<UncontendedResult> {
+  const { reps, warmupMs, sliceMs, loopsB } = ctx.config.uncontended;
+  const loops = scenario === 'A' ? 1 : loopsB;
+  const slices = new Map<string, UncontendedSlice[]>(ids.map((id) => [id, []]));
+  const errors = new Map<string, string>();
+  for (let rep = 0; rep < reps; rep++) {
+    for (const id of rotation(ids, rep)) {
+      ctx.progress.step(`${scenario}: ${id} (rep ${rep + 1}/${reps})`);
+      if (errors.has(id)) continue;
+      try {
+        slices
+          .get(id)!
+          .push(
+            await runSlice(ctx, scenario, id, rep, loops, warmupMs, sliceMs),
+          );
+      } catch (error) {
+        errors.set(id, errorText(error));
+        ctx.progress.log(`${scenario}: ${id} failed: ${errorText(error)}`);
+      }
+      await ctx.admin.flushall();
+    }
+  }
+  return {
+    scenario,
+    loops,
+    reps,
+    sliceMs,
+    rows: ids.map((id) => {
+      const c = contender(id);
+      const s = slices.get(id)!;
+      const m = (pick: (x: UncontendedSlice) => number) => median(s.map(pick));
+      return {
+        id,
+        label: c.label,
+        detail: c.detail,
+        slices: s,
+        error: errors.get(id),
+        cyclesPerSec: m((x) => x.cyclesPerSec),
+        acquireP50: m((x) => x.acquire.p50),
+        acquireP99: m((x) => x.acquire.p99),
+        releaseP50: m((x) => x.release.p50),
+        releaseP99: m((x) => x.release.p99),
+        cycleP50: m((x) => x.cycle.p50),
+        cycleP99: m((x) => x.cycle.p99),
+      };
+    }),
+  };
+}
+
+export function plannedUncontended(ctx: BenchContext, count: number): number {
+  return ctx.config.uncontended.reps * count;
+}
+
+async function runSlice(
+  ctx: BenchContext,
+  scenario: string,
+  id: string,
+  rep: number,
+  loops: number,
+  warmupMs: number,
+  sliceMs: number,
+): Promise<UncontendedSlice> {
+  const instance = await contender(id).create({ urls: [ctx.server.url] });
+  const ttlMs = ctx.config.ttlMs;
+  const acquire: number[] = [];
+  const release: number[] = [];
+  const cycle: number[] = [];
+  let cycles = 0;
+  try {
+    const warmEnd = performance.now() + warmupMs;
+    const end = warmEnd + sliceMs;
+    const loop = async (index: number) => {
+      const prefix = `bench:${scenario}:${id}:${rep}:${index}`;
+      for (let n = 0; ; n++) {
+        const t0 = performance.now();
+        if (t0 >= end) return;
+        // A rotates over 1,000 keys; each loop of B keeps to its own key.
+        const key = loops === 1 ? `${prefix}:${n % 1000}` : prefix;
+        const held = await instance.acquire(key, { ttlMs });
+        const t1 = performance.now();
+        await held.release();
+        const t2 = performance.now();
+        // Counted by completion inside the measured window.
+        if (t2 >= warmEnd && t2 < end) {
+          cycles += 1;
+          acquire.push(t1 - t0);
+          release.push(t2 - t1);
+          cycle.push(t2 - t0);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: loops }, (_, i) => loop(i)));
+    return {
+      cyclesPerSec: (cycles * 1000) / sliceMs,
+      acquire: summarize(acquire),
+      release: summarize(release),
+      cycle: summarize(cycle),
+    };
+  } finally {
+    await instance.close();
+  }
+}

@@ -1,0 +1,132 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type {
+  ContentionEvents,
+  ContentionSpec,
+} from '../scenarios/contention-core.js';
+import type { WorkerReply, WorkerRequest } from './protocol.js';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const workerFile = fileURLToPath(
+  new URL('./contention-worker.ts', import.meta.url),
+);
+
+type Pending = {
+  resolve: (reply: WorkerReply & { ok: true }) => void;
+  reject: (error: Error) => void;
+};
+
+// Distributes the Omit over the request union.
+type RequestBody<T = WorkerRequest> = T extends WorkerRequest
+  ? Omit<T, 'id'>
+  : never;
+
+/** A worker process with an IPC channel (TypeScript run through SWC like every script here). */
+class Worker {
+  private readonly child: ChildProcess;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private stderr = '';
+  /** Resolves once the worker listens for requests. */
+  readonly ready: Promise<unknown>;
+
+  constructor() {
+    this.child = spawn(
+      process.execPath,
+      ['--import', '@swc-node/register/esm-register', workerFile],
+      { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
+    );
+    this.ready = new Promise((resolve, reject) =>
+      this.pending.set(0, { resolve, reject }),
+    );
+    this.child.stderr?.on('data', (chunk: Buffer) => {
+      this.stderr = (this.stderr + chunk.toString()).slice(-4_000);
+    });
+    this.child.on('message', (message) => {
+      const reply = message as WorkerReply;
+      const waiting = this.pending.get(reply.id);
+      if (!waiting) return;
+      this.pending.delete(reply.id);
+      if (reply.ok) waiting.resolve(reply);
+      else waiting.reject(new Error(reply.error));
+    });
+    this.child.on('exit', (code, signal) => {
+      for (const waiting of this.pending.values()) {
+        waiting.reject(
+          new Error(
+            `contention worker exited (${signal ?? code})${this.stderr ? `: ${this.stderr.trim()}` : ''}`,
+          ),
+        );
+      }
+      this.pending.clear();
+    });
+  }
+
+  request(body: RequestBody): Promise<WorkerReply & { ok: true }> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.child.send({ ...body, id } as WorkerRequest, (error) => {
+        if (error) {
+          this.pending.delete(id);
+          reject(error);
+        }
+      });
+    });
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) {
+        resolve();
+        return;
+      }
+      const timer = setTimeout(() => this.child.kill('SIGKILL'), 5_000);
+      this.child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.child.disconnect();
+    });
+  }
+}
+
+/** The worker processes of C's multi-process variant. */
+export class WorkerPool {
+  private readonly workers: Worker[];
+
+  constructor(size: number) {
+    this.workers = Array.from({ length: size }, () => new Worker());
+  }
+
+  /** Resolves when every worker has started. */
+  async ready(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.ready));
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  /** Each worker opens its own instance of the contender. */
+  async open(contenderId: string, urls: string[]): Promise<void> {
+    await Promise.all(
+      this.workers.map((w) => w.request({ type: 'open', contenderId, urls })),
+    );
+  }
+
+  async run(specs: readonly ContentionSpec[]): Promise<ContentionEvents[]> {
+    const replies = await Promise.all(
+      this.workers.map((w, i) => w.request({ type: 'run', spec: specs[i] })),
+    );
+    return replies.map((r) => r.events!);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.request({ type: 'close' })));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.stop()));
+  }
+}
