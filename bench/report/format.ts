@@ -36,7 +36,7 @@ export function bytes(value: number): string {
   const abs = Math.abs(value);
   if (abs >= 1024 * 1024) return `${sign}${(abs / 1024 / 1024).toFixed(1)} MiB`;
   if (abs >= 1024) return `${sign}${(abs / 1024).toFixed(0)} KiB`;
-  return `${sign}${abs} B`;
+  return `${sign}${Math.round(abs)} B`;
 }
 
 const esc = (cell: string) => cell.replaceAll('|', '\\|');

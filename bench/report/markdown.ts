@@ -115,11 +115,10 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
       `Scenarios: ${r.scenarios.join(', ')}. Raw data: [\`${jsonName(r)}\`](${jsonName(r)}).`,
     '',
     `Load average (1/5/15 min) on the ${r.machine.cores} cores: ${r.machine.loadAtStart.map((x) => x.toFixed(2)).join(' / ')} at the start, ` +
-      `${r.machine.loadAtEnd.map((x) => x.toFixed(2)).join(' / ')} at the end. ` +
-      (Math.max(r.machine.loadAtStart[0], r.machine.loadAtEnd[0]) >
-      r.machine.cores / 2
-        ? '**Other work competed for the CPU during this run**: absolute figures are low and noisy; the ratios, taken from interleaved slices, are the figures to read.'
-        : 'The machine was quiet.'),
+      `${r.machine.loadAtEnd.map((x) => x.toFixed(2)).join(' / ')} at the end (the end includes the benchmark's own processes). ` +
+      (r.machine.loadAtStart[0] > r.machine.cores / 2
+        ? '**Other work was competing for the CPU when this run started**: absolute figures are low and noisy; the ratios, taken from interleaved slices, are the figures to read.'
+        : 'The machine was quiet when the run started; absolute figures still move from run to run on this shared 2-core machine, so read the ratios.'),
     '',
   );
 

@@ -29,7 +29,7 @@ export function renderContentionSvg(
   kinds: ReadonlyMap<string, 'baseline' | 'ours' | 'peer'>,
   subtitle: string,
 ): string {
-  const width = 1100;
+  const width = 1260;
   const labelW = 300;
   const barW = 330;
   const rowH = 20;
@@ -77,7 +77,7 @@ export function renderContentionSvg(
       const starved = row.worstStarved > 0;
       const note =
         `${num(row.ratio)}x · fairness ${num(row.fairness)} · ` +
-        `starved ${num(row.worstStarved, 0)} · longest wait ${ms(row.worstLongestWaitMs)} ms · hand-off p50 ${ms(row.handoffP50)} ms`;
+        `hand-off p50 ${ms(row.handoffP50)} ms · worst window: starved ${num(row.worstStarved, 0)}, longest wait ${ms(row.worstLongestWaitMs)} ms`;
       parts.push(
         `<text x="${labelW + barW + 14}" y="${ry + 14}" font-size="11" fill="${starved ? colors.starved : colors.muted}">${esc(note)}</text>`,
       );
