@@ -42,7 +42,9 @@ export class HeldKey {
   expiresAt: number;
   /** Reentrant holds not yet released. */
   holds = 1;
-  private readonly controller = new AbortController();
+  /** Created on first use of {@link signal}: most holds never look at it. */
+  private controller?: AbortController;
+  private lostWith?: LockLostError;
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private readonly backend: LockBackend;
@@ -58,14 +60,17 @@ export class HeldKey {
     this.backend = init.backend;
     this.onLost = init.onLost;
     this.expiresAt = init.sentAt + init.grantedLeaseMs;
-    if (
-      init.grantedLeaseMs < init.policy.leaseMs ||
-      this.expiresAt - Date.now() < (init.policy.leaseMs * 2) / 3
-    ) {
-      // Granted short (handed over from the queue), or so long after asking
-      // that the lease, begun at some unknown moment since, may be mostly gone
-      // by the local estimate: set the full lease now. This also confirms that
-      // the hand-off is still ours.
+    const left = this.expiresAt - Date.now();
+    if (init.grantedLeaseMs < init.policy.leaseMs) {
+      // Handed over from the queue with a short lease: top it up to the full
+      // lease at a third of what may be left of it. A short hold has released
+      // by then and never pays the extra round trip; a hand-off that arrived
+      // late (little left by the estimate) is confirmed at once.
+      this.scheduleRenewal(Math.max(0, left / 3));
+    } else if (left < (init.policy.leaseMs * 2) / 3) {
+      // Granted so long after asking that the lease, begun at some unknown
+      // moment since, may be mostly gone by the local estimate: set the full
+      // lease now, which also confirms that the lock is still ours.
       this.scheduleRenewal(0);
     } else if (init.policy.watchdog) {
       this.scheduleRenewal(init.policy.leaseMs / 3);
@@ -75,11 +80,15 @@ export class HeldKey {
   }
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostWith) this.controller.abort(this.lostWith);
+    }
     return this.controller.signal;
   }
 
   get lost(): boolean {
-    return this.controller.signal.aborted;
+    return this.lostWith !== undefined;
   }
 
   /** Sets the remaining lease to `leaseMs`; false (and lost) when the lock is no longer ours. */
@@ -156,9 +165,11 @@ export class HeldKey {
     if (this.lost) return;
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.controller.abort(
-      new LockLostError(this.name, `Lock "${this.name}" was lost (${reason})`),
+    this.lostWith = new LockLostError(
+      this.name,
+      `Lock "${this.name}" was lost (${reason})`,
     );
+    this.controller?.abort(this.lostWith);
     this.onLost(this, reason);
   }
 }

@@ -18,8 +18,7 @@ export class LockHandle {
   readonly fencingToken: number;
   /** Fencing token per key. */
   readonly fencingTokens: ReadonlyMap<string, number>;
-  /** Aborted, with a `LockLostError` as reason, as soon as any key is known lost. */
-  readonly signal: AbortSignal;
+  private combinedSignal?: AbortSignal;
   /** True when this hold joined a lock the same call chain already held. */
   readonly reentrant: boolean;
 
@@ -36,10 +35,6 @@ export class LockHandle {
     this.fencingToken = held[0].fencingToken;
     this.fencingTokens = new Map(held.map((h) => [h.name, h.fencingToken]));
     this.reentrant = reentrant;
-    this.signal =
-      held.length === 1
-        ? held[0].signal
-        : AbortSignal.any(held.map((h) => h.signal));
   }
 
   /** Local estimate (ms since epoch) of when the earliest lease ends. */
@@ -47,9 +42,18 @@ export class LockHandle {
     return Math.min(...this.held.map((h) => h.expiresAt));
   }
 
+  /** Aborted, with a `LockLostError` as reason, as soon as any key is known lost. */
+  get signal(): AbortSignal {
+    this.combinedSignal ??=
+      this.held.length === 1
+        ? this.held[0].signal
+        : AbortSignal.any(this.held.map((h) => h.signal));
+    return this.combinedSignal;
+  }
+
   /** Whether the lock is known lost. */
   get lost(): boolean {
-    return this.signal.aborted;
+    return this.held.some((h) => h.lost);
   }
 
   /**

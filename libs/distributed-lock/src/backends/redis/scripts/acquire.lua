@@ -6,14 +6,11 @@ local lock_key, fence_key, queue_key = KEYS[1], KEYS[2], KEYS[3]
 local token, lease, wait = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = now_ms()
 
-if redis.call('exists', lock_key) == 0 then
-  -- The lock expired without a release while others queued: they come first.
-  grant_next(lock_key, fence_key, queue_key, now)
-  if redis.call('exists', lock_key) == 0 then
-    local fence = next_fence(fence_key)
-    redis.call('set', lock_key, token, 'px', lease)
-    return { 1, fence }
-  end
+-- A free lock whose holder expired while others queued goes to them first.
+if redis.call('exists', lock_key) == 0 and not grant_next(lock_key, fence_key, queue_key, now) then
+  local fence = next_fence(fence_key)
+  redis.call('set', lock_key, token, 'px', lease)
+  return { 1, fence }
 end
 
 local pttl = redis.call('pttl', lock_key)

@@ -7,9 +7,13 @@ if redis.replicate_commands then
   redis.replicate_commands()
 end
 
+-- The server clock, read once per run of the script.
+local clock = redis.call('time')
+local clock_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local clock_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+
 local function now_ms()
-  local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return clock_ms
 end
 
 -- An idle lock's fencing counter may vanish after this long (see next_fence).
@@ -25,10 +29,8 @@ local fence_retention_ms = 86400000
 -- Tokens stay below 2^53, exact in a JavaScript number, until the year 2255.
 -- Returned as a string: Lua would print a number this large as 1.7e+15.
 local function next_fence(fence_key)
-  local t = redis.call('time')
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local previous = tonumber(redis.call('get', fence_key)) or 0
-  local fence = string.format('%.0f', math.max(previous + 1, now_us))
+  local fence = string.format('%.0f', math.max(previous + 1, clock_us))
   redis.call('set', fence_key, fence, 'px', fence_retention_ms)
   return fence
 end
