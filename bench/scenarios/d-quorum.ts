@@ -2,12 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { connectIoredis, quitAll } from '../contenders/clients.js';
 import { contender, quorumIds } from '../contenders/index.js';
-import {
-  median,
-  pairedRatio,
-  summarize,
-  type LatencySummary,
-} from '../stats.js';
+import { median, summarize, type LatencySummary } from '../stats.js';
 import { errorText, rotation, type BenchContext } from './context.js';
 
 export interface QuorumRow {
