@@ -88,6 +88,8 @@ export class RedisLockBackend implements LockBackend {
   /** The client's own ioredis `keyPrefix`, which scripts do not see on keys built inside them. */
   private readonly clientKeyPrefix: string;
   private readonly wakeList: string;
+  /** The wake list's name as scripts see it (with the client's own key prefix). */
+  private readonly scriptWakeList: string;
 
   private readonly waiters = new Map<string, Waiter>();
   private readonly waitersByKey = new Map<string, Set<Waiter>>();
@@ -111,6 +113,7 @@ export class RedisLockBackend implements LockBackend {
     this.clientKeyPrefix = this.client.options?.keyPrefix ?? '';
     const instanceId = randomBytes(16).toString('hex');
     this.wakeList = `${options.keyPrefix ?? defaults.keyPrefix}wake:${instanceId}`;
+    this.scriptWakeList = this.clientKeyPrefix + this.wakeList;
   }
 
   acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
@@ -132,14 +135,7 @@ export class RedisLockBackend implements LockBackend {
     let reply: AcquireReply;
     try {
       reply = (await this.call(
-        this.scripts.lockAcquire(
-          ...this.lockKeys(key),
-          token,
-          Math.ceil(leaseMs),
-          waitMs,
-          this.localWakeList(),
-          this.handoffLeaseMs,
-        ),
+        this.acquireScript(key, token, leaseMs, waitMs),
         'acquire',
         (late) => this.undoAcquire(key, token, late as AcquireReply),
       )) as AcquireReply;
@@ -495,7 +491,7 @@ export class RedisLockBackend implements LockBackend {
       this.scripts.lockRelease(
         ...this.lockKeys(key),
         token,
-        this.localWakeList(),
+        this.scriptWakeList,
         ...(fencingToken === undefined ? [] : [fencingToken]),
       ),
       'release',
@@ -603,14 +599,7 @@ export class RedisLockBackend implements LockBackend {
       this.acquiring.add(waiter.id);
       try {
         const reply = (await this.call(
-          this.scripts.lockAcquire(
-            ...this.lockKeys(key),
-            waiter.token,
-            Math.ceil(waiter.leaseMs),
-            remaining,
-            this.localWakeList(),
-            this.handoffLeaseMs,
-          ),
+          this.acquireScript(key, waiter.token, waiter.leaseMs, remaining),
           'acquire',
           (late) => this.undoAcquire(key, waiter.token, late as AcquireReply),
         )) as AcquireReply;
@@ -632,9 +621,21 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
-  /** The wake list's name as scripts see it (with the client's own key prefix). */
-  private localWakeList(): string {
-    return this.clientKeyPrefix + this.wakeList;
+  /** Runs acquire.lua: take the lock, or queue for it when `waitMs` > 0. */
+  private acquireScript(
+    key: string,
+    token: string,
+    leaseMs: number,
+    waitMs: number,
+  ): Promise<unknown> {
+    return this.scripts.lockAcquire(
+      ...this.lockKeys(key),
+      token,
+      Math.ceil(leaseMs),
+      waitMs,
+      this.scriptWakeList,
+      this.handoffLeaseMs,
+    );
   }
 
   private withoutClientPrefix(key: string): string {
