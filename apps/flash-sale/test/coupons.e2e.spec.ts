@@ -1,13 +1,10 @@
 import { Redis } from 'ioredis';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../test/support/redis-server.js';
+import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import {
   buy,
   couponBody,
   createCoupon,
-  createTestDatabase,
+  startSaleBackends,
   findTestPostgres,
   startApp,
   type TestApp,
@@ -23,10 +20,7 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
   let app: TestApp;
 
   beforeAll(async () => {
-    [redisServer, db] = await Promise.all([
-      startRedisServer(),
-      createTestDatabase(postgres!),
-    ]);
+    ({ redisServer, db } = await startSaleBackends(postgres!));
     redis = new Redis(redisServer.url);
     redis.on('error', () => undefined);
     app = await startApp({ redisUrl: redisServer.url, databaseUrl: db.url });

@@ -1,11 +1,8 @@
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../test/support/redis-server.js';
+import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import { runLoadTest } from '../loadtest/run-load-test.js';
 import {
   checkInvariants,
-  createTestDatabase,
+  startSaleBackends,
   findTestPostgres,
   type TestDatabase,
 } from './support/harness.js';
@@ -19,10 +16,7 @@ describe.skipIf(!postgres)(
     let db: TestDatabase;
 
     beforeAll(async () => {
-      [redisServer, db] = await Promise.all([
-        startRedisServer(),
-        createTestDatabase(postgres!),
-      ]);
+      ({ redisServer, db } = await startSaleBackends(postgres!));
     });
 
     afterAll(async () => {

@@ -1,14 +1,11 @@
 import { createLockService } from '../../../test/support/lock-fixtures.js';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../test/support/redis-server.js';
+import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import { runLoadTest } from '../loadtest/run-load-test.js';
 import {
   buy,
   checkInvariants,
   createCoupon,
-  createTestDatabase,
+  startSaleBackends,
   findTestPostgres,
   startApp,
   type TestDatabase,
@@ -23,10 +20,7 @@ describe.skipIf(!postgres)(
     let db: TestDatabase;
 
     beforeAll(async () => {
-      [redisServer, db] = await Promise.all([
-        startRedisServer(),
-        createTestDatabase(postgres!),
-      ]);
+      ({ redisServer, db } = await startSaleBackends(postgres!));
     });
 
     afterAll(async () => {
@@ -93,10 +87,7 @@ describe.skipIf(!postgres)('SECKILL_LOCK=off (load tests only)', () => {
   let db: TestDatabase;
 
   beforeAll(async () => {
-    [redisServer, db] = await Promise.all([
-      startRedisServer(),
-      createTestDatabase(postgres!),
-    ]);
+    ({ redisServer, db } = await startSaleBackends(postgres!));
   });
 
   afterAll(async () => {

@@ -1,14 +1,12 @@
 import { Redis } from 'ioredis';
 import { createLockService } from '../../../test/support/lock-fixtures.js';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../test/support/redis-server.js';
+import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import type { AppConfigOverrides } from '../src/config/app-config.js';
 import {
   buy,
   checkInvariants,
   createCoupon,
+  startSaleBackends,
   createTestDatabase,
   findTestPostgres,
   sleep,
@@ -41,10 +39,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
   }
 
   beforeAll(async () => {
-    [redisServer, db] = await Promise.all([
-      startRedisServer(),
-      createTestDatabase(postgres!),
-    ]);
+    ({ redisServer, db } = await startSaleBackends(postgres!));
     redis = new Redis(redisServer.url);
     redis.on('error', () => undefined);
   });

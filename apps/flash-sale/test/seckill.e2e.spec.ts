@@ -1,14 +1,11 @@
 import { Redis } from 'ioredis';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../test/support/redis-server.js';
+import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import { createLockService } from '../../../test/support/lock-fixtures.js';
 import {
   buy,
   checkInvariants,
   createCoupon,
-  createTestDatabase,
+  startSaleBackends,
   findTestPostgres,
   startApp,
   type TestApp,
@@ -24,10 +21,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
   let app: TestApp;
 
   beforeAll(async () => {
-    [redisServer, db] = await Promise.all([
-      startRedisServer(),
-      createTestDatabase(postgres!),
-    ]);
+    ({ redisServer, db } = await startSaleBackends(postgres!));
     redis = new Redis(redisServer.url);
     redis.on('error', () => undefined);
     app = await startApp({

@@ -4,6 +4,10 @@ import pg from 'pg';
 import request from 'supertest';
 import type { AppConfigOverrides } from '../../src/config/app-config.js';
 import { createApp } from '../../src/main.js';
+import {
+  startRedisServer,
+  type RedisServerHandle,
+} from '../../../../test/support/redis-server.js';
 
 /**
  * Test helpers of the flash-sale app: a fresh PostgreSQL database per test
@@ -180,3 +184,14 @@ export async function checkInvariants(
 
 export const sleep = (ms: number) =>
   new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A private redis-server and a fresh test database, started side by side for one test file. */
+export async function startSaleBackends(
+  admin: string,
+): Promise<{ redisServer: RedisServerHandle; db: TestDatabase }> {
+  const [redisServer, db] = await Promise.all([
+    startRedisServer(),
+    createTestDatabase(admin),
+  ]);
+  return { redisServer, db };
+}
