@@ -369,6 +369,54 @@ describe('fencing tokens', () => {
     for (let i = 1; i < seen.length; i++)
       expect(seen[i]).toBeGreaterThan(seen[i - 1]);
   });
+
+  it('count up by one from a seed taken from the server clock', async () => {
+    const locks = service();
+    const [seconds, micros] = await redis.time();
+    const clockUs = Number(seconds) * 1e6 + Number(micros);
+    const tokens: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const handle = await locks.acquire('fence-seed');
+      tokens.push(handle.fencingToken);
+      await handle.release();
+    }
+    expect(tokens[0]).toBeGreaterThanOrEqual(clockUs);
+    expect(tokens[0]).toBeLessThan(clockUs + 60e6);
+    expect(tokens).toEqual([tokens[0], tokens[0] + 1, tokens[0] + 2]);
+    expect(Number.isSafeInteger(tokens[0])).toBe(true);
+  });
+
+  it('keep rising when the counter vanishes or is found unseeded', async () => {
+    const locks = service();
+    const counter = 'lock:{fence-gone}:fence';
+    const first = await locks.acquire('fence-gone');
+    await first.release();
+    // The counter expired (or Redis lost it) while the lock was idle.
+    await redis.del(counter);
+    const afterLoss = await locks.acquire('fence-gone');
+    await afterLoss.release();
+    // A counter created by a bare INCR (for instance after it expired while a
+    // waiter's script ran) holds a small number: it must be re-seeded.
+    await redis.set(counter, '7');
+    const afterReset = await locks.acquire('fence-gone');
+    await afterReset.release();
+    expect(afterLoss.fencingToken).toBeGreaterThan(first.fencingToken);
+    expect(afterReset.fencingToken).toBeGreaterThan(afterLoss.fencingToken);
+  });
+
+  it('rise across a hand-off from an unseeded counter too', async () => {
+    const locks = service();
+    const holder = await locks.acquire('fence-handoff');
+    await redis.set('lock:{fence-handoff}:fence', '3');
+    const waiter = locks.acquire('fence-handoff', { waitTime: 5_000 });
+    await eventually(
+      async () => (await redis.llen('lock:{fence-handoff}:queue')) === 1,
+    );
+    await holder.release();
+    const next = await waiter;
+    await next.release();
+    expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
+  });
 });
 
 describe('multi-key', () => {

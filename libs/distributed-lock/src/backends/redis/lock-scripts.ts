@@ -9,23 +9,25 @@ function readScript(name: string): string {
 }
 
 const grantNext = readScript('grant-next');
+const includeLine = '-- #include grant-next\n';
+
+/** A script that may free a lock, with the shared hand-off functions spliced in. */
+function withGrantNext(name: string): string {
+  const lua = readScript(name);
+  if (!lua.includes(includeLine))
+    throw new Error(`${name}.lua lacks its "${includeLine.trim()}" line`);
+  return lua.replace(includeLine, () => grantNext);
+}
 
 /**
- * Every script, read once when this module loads. Scripts that may free a lock
- * get the shared hand-off prelude in front; the text is fixed from then on, so
- * ioredis runs each with EVALSHA and falls back to EVAL after a NOSCRIPT
- * (for example after Redis restarted and lost its script cache).
+ * Every script, read once when this module loads. The text is fixed from then
+ * on, so ioredis runs each with EVALSHA and falls back to EVAL after a
+ * NOSCRIPT (for example after Redis restarted and lost its script cache).
  */
 const scripts = {
-  lockAcquire: {
-    numberOfKeys: 3,
-    lua: `${grantNext}\n${readScript('acquire')}`,
-  },
-  lockRelease: {
-    numberOfKeys: 3,
-    lua: `${grantNext}\n${readScript('release')}`,
-  },
-  lockKick: { numberOfKeys: 3, lua: `${grantNext}\n${readScript('kick')}` },
+  lockAcquire: { numberOfKeys: 3, lua: withGrantNext('acquire') },
+  lockRelease: { numberOfKeys: 3, lua: withGrantNext('release') },
+  lockKick: { numberOfKeys: 3, lua: withGrantNext('kick') },
   lockCancel: { numberOfKeys: 3, lua: readScript('cancel') },
   lockExtend: { numberOfKeys: 1, lua: readScript('extend') },
 } as const;

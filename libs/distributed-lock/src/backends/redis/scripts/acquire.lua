@@ -3,23 +3,43 @@
 -- ARGV[4] this process's wake list, ARGV[5] lease given on hand-off, ms
 -- Returns {1, fence} when taken, {0, pttl, entry} when queued, {0, pttl} when busy.
 local lock_key, fence_key, queue_key = KEYS[1], KEYS[2], KEYS[3]
-local token, lease, wait = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local now = now_ms()
+local token, lease = ARGV[1], ARGV[2]
 
--- A free lock whose holder expired while others queued goes to them first.
-if redis.call('exists', lock_key) == 0 and not grant_next(lock_key, fence_key, queue_key, now) then
-  local fence = next_fence(fence_key)
-  redis.call('set', lock_key, token, 'px', lease)
-  return { 1, fence }
+-- Fast path: the lock is free and nobody queues for it. A counter below 1e12
+-- was not seeded yet (see next_fence) and takes the long way.
+local taken = redis.call('set', lock_key, token, 'px', lease, 'nx')
+local queued = taken and redis.call('exists', queue_key) == 1
+if taken and not queued then
+  local fence = redis.call('incr', fence_key)
+  if fence >= 1e12 then
+    return { 1, fence }
+  end
+end
+
+-- #include grant-next
+
+if taken then
+  if not queued then
+    return { 1, seed_fence(fence_key) }
+  end
+  -- The lock was free because its holder expired while others queued: they
+  -- come first. Taking it back cannot be seen by anyone, the script is atomic.
+  redis.call('del', lock_key)
+  if not grant_next(lock_key, fence_key, queue_key) then
+    -- Every queued waiter had given up.
+    redis.call('set', lock_key, token, 'px', lease)
+    return { 1, next_fence(fence_key) }
+  end
 end
 
 local pttl = redis.call('pttl', lock_key)
+local wait = tonumber(ARGV[3])
 if wait <= 0 then
   return { 0, pttl }
 end
 
-local grant_lease = math.min(lease, tonumber(ARGV[5]))
-local entry = (now + wait) .. '|' .. grant_lease .. '|' .. token .. '|' .. ARGV[4]
+local grant_lease = math.min(tonumber(lease), tonumber(ARGV[5]))
+local entry = (now_ms() + wait) .. '|' .. grant_lease .. '|' .. token .. '|' .. ARGV[4]
 redis.call('rpush', queue_key, entry)
 -- The queue lives only as long as its most patient waiter.
 if redis.call('pttl', queue_key) < wait + 1000 then

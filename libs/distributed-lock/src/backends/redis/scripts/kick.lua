@@ -7,8 +7,10 @@
 -- ('m': Redis restarted, the queue aged out, or a hand-off to it lapsed
 -- unseen), so that it can queue again.
 -- Returns {remaining lease in ms (-2 when free), fence, one letter per entry}.
+-- #include grant-next
+
 if redis.call('exists', KEYS[1]) == 0 then
-  grant_next(KEYS[1], KEYS[2], KEYS[3], now_ms())
+  grant_next(KEYS[1], KEYS[2], KEYS[3])
 end
 local holder = redis.call('get', KEYS[1])
 local states = {}

@@ -15,7 +15,14 @@ if ARGV[3] and redis.call('get', KEYS[2]) ~= ARGV[3] then
   return 0
 end
 redis.call('del', KEYS[1])
-local handed = grant_next(KEYS[1], KEYS[2], KEYS[3], now_ms(), ARGV[2])
+local next_entry = redis.call('lpop', KEYS[3])
+if not next_entry then
+  return 1
+end
+
+-- #include grant-next
+
+local handed = grant_next(KEYS[1], KEYS[2], KEYS[3], ARGV[2], next_entry)
 if type(handed) == 'string' then
   return handed
 end
