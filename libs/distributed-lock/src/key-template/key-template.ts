@@ -414,6 +414,8 @@ function findKeyProblem(key: string, maxKeyLength: number): string | undefined {
   if (key === '') return 'it is empty';
   const forbidden = findForbiddenCharacter(key);
   if (forbidden !== undefined) return forbidden;
+  // A UTF-16 code unit takes at most 3 bytes in UTF-8.
+  if (key.length * 3 <= maxKeyLength) return undefined;
   const bytes = byteLength(key);
   if (bytes > maxKeyLength) {
     return `it is ${bytes} bytes long in UTF-8; the maximum is ${maxKeyLength}`;
@@ -427,7 +429,12 @@ function findKeyProblem(key: string, maxKeyLength: number): string | undefined {
  * control characters, and unpaired surrogates (Redis would store them as U+FFFD,
  * so two different keys could end up as the same one).
  */
+/** Any character {@link findForbiddenCharacter} may object to (surrogates: paired ones too). */
+const SUSPECT_CHARACTER = /[{}\u0000-\u001f\u007f-\u009f\ud800-\udfff]/;
+
 function findForbiddenCharacter(text: string): string | undefined {
+  // Every key of every acquisition passes here: skip the scan for plain text.
+  if (!SUSPECT_CHARACTER.test(text)) return undefined;
   for (let position = 0; position < text.length; position++) {
     const char = text[position];
     const code = text.charCodeAt(position);

@@ -16,8 +16,6 @@ export class LockHandle {
    * and let it reject writes carrying a smaller number than it has seen.
    */
   readonly fencingToken: number;
-  /** Fencing token per key. */
-  readonly fencingTokens: ReadonlyMap<string, number>;
   private combinedSignal?: AbortSignal;
   /** True when this hold joined a lock the same call chain already held. */
   readonly reentrant: boolean;
@@ -33,8 +31,12 @@ export class LockHandle {
     this.keys = held.map((h) => h.name);
     this.token = held[0].token;
     this.fencingToken = held[0].fencingToken;
-    this.fencingTokens = new Map(held.map((h) => [h.name, h.fencingToken]));
     this.reentrant = reentrant;
+  }
+
+  /** Fencing token per key. */
+  get fencingTokens(): ReadonlyMap<string, number> {
+    return new Map(this.held.map((h) => [h.name, h.fencingToken]));
   }
 
   /** Local estimate (ms since epoch) of when the earliest lease ends. */

@@ -232,7 +232,9 @@ export class LockService {
   }
 
   private canonicalKeys(keyOrKeys: string | readonly string[]): string[] {
-    const keys = typeof keyOrKeys === 'string' ? [keyOrKeys] : [...keyOrKeys];
+    if (typeof keyOrKeys === 'string')
+      return [validateLockKey(keyOrKeys, this.settings.maxKeyLength)];
+    const keys = [...keyOrKeys];
     if (keys.length === 0)
       throw new RangeError('acquire() needs at least one key');
     const valid = keys.map((key) =>

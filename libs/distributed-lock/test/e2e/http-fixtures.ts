@@ -431,7 +431,7 @@ export async function createHttpApp(options: HttpAppOptions): Promise<HttpApp> {
   };
 }
 
-const wakeList = /^lock:wake:[0-9a-f]+$/;
+const wakeList = /^lock:wake:[\w-]+$/;
 
 /**
  * Records every command Redis runs (MONITOR), including the commands run

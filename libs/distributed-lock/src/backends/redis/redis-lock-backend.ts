@@ -111,7 +111,8 @@ export class RedisLockBackend implements LockBackend {
     this.handoffLeaseMs = options.handoffLeaseMs ?? defaults.handoffLeaseMs;
     this.scripts = defineLockScripts(this.client);
     this.clientKeyPrefix = this.client.options?.keyPrefix ?? '';
-    const instanceId = randomBytes(16).toString('hex');
+    // 96 random bits tell processes apart; every acquire sends this name.
+    const instanceId = randomBytes(12).toString('base64url');
     this.wakeList = `${options.keyPrefix ?? defaults.keyPrefix}wake:${instanceId}`;
     this.scriptWakeList = this.clientKeyPrefix + this.wakeList;
   }
