@@ -65,6 +65,7 @@ function usage(): string {
     '  --smoke       short slices, one repetition, ~20,000 soak cycles (about a minute)',
     '  --only LIST   scenarios to run, e.g. A,C (default: A,B,C,D,E,F,G)',
     '  --out DIR     where the report goes (default: docs/benchmarks, smoke: .bench-output/smoke)',
+    '  --contenders LIST  only these contenders besides the baselines, e.g. ours-service,redlock5',
     '  --render FILE rewrite the report and chart from a JSON file of an earlier run (no benchmark)',
   ].join('\n');
 }
@@ -76,6 +77,7 @@ function parseCli() {
       only: { type: 'string' },
       out: { type: 'string' },
       render: { type: 'string' },
+      contenders: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -98,7 +100,42 @@ function parseCli() {
     repoRoot,
     values.out ?? (smoke ? '.bench-output/smoke' : 'docs/benchmarks'),
   );
-  return { smoke, only: only as Scenario[], out, render: values.render };
+  const picked = values.contenders?.split(',').map((s) => s.trim());
+  const unknownContenders = (picked ?? []).filter((id) => !contenders.has(id));
+  if (unknownContenders.length > 0) {
+    process.stderr.write(
+      `Unknown contender(s): ${unknownContenders.join(', ')}; known: ${[...contenders.keys()].join(', ')}\n`,
+    );
+    process.exit(2);
+  }
+  /** The scenario's contenders, cut down to the picked ones (baselines stay). */
+  const pick = (ids: readonly string[]): readonly string[] =>
+    picked
+      ? ids.filter(
+          (id) =>
+            picked.includes(id) || contenders.get(id)?.kind === 'baseline',
+        )
+      : ids;
+  return {
+    smoke,
+    only: only as Scenario[],
+    out,
+    render: values.render,
+    pick,
+    contenders: values.contenders,
+  };
+}
+
+/** The command line that reproduces this run. */
+function benchCommand(cli: ReturnType<typeof parseCli>): string {
+  const args = [
+    ...(cli.only.length < allScenarios.length
+      ? ['--only', cli.only.join(',')]
+      : []),
+    ...(cli.contenders ? ['--contenders', cli.contenders] : []),
+  ];
+  const script = cli.smoke ? 'bench:smoke' : 'bench';
+  return `npm run ${script}${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
 }
 
 function redisVersion(): string {
@@ -183,10 +220,10 @@ async function main(): Promise<void> {
     G: config.soak.cycles / config.soak.checkpoints / 6_000,
   };
   const planned: Record<Scenario, number> = {
-    A: plannedUncontended(ctx, uncontendedIds.length),
-    B: plannedUncontended(ctx, uncontendedIds.length),
-    C: plannedContention(ctx, contentionIds.length),
-    D: plannedQuorum(ctx, quorumIds.length),
+    A: plannedUncontended(ctx, cli.pick(uncontendedIds).length),
+    B: plannedUncontended(ctx, cli.pick(uncontendedIds).length),
+    C: plannedContention(ctx, cli.pick(contentionIds).length),
+    D: plannedQuorum(ctx, cli.pick(quorumIds).length),
     E: plannedServerCeiling,
     F: plannedFlashSale(ctx),
     G: plannedSoak(ctx),
@@ -205,10 +242,16 @@ async function main(): Promise<void> {
     }
   };
   try {
-    await attempt('A', () => runUncontended(ctx, 'A'));
-    await attempt('B', () => runUncontended(ctx, 'B'));
-    await attempt('C', () => runContentionScenario(ctx));
-    await attempt('D', () => runQuorum(ctx));
+    await attempt('A', () =>
+      runUncontended(ctx, 'A', cli.pick(uncontendedIds)),
+    );
+    await attempt('B', () =>
+      runUncontended(ctx, 'B', cli.pick(uncontendedIds)),
+    );
+    await attempt('C', () =>
+      runContentionScenario(ctx, cli.pick(contentionIds)),
+    );
+    await attempt('D', () => runQuorum(ctx, cli.pick(quorumIds)));
     await attempt('E', () => runServerCeiling(ctx));
     await attempt('F', () => runFlashSale(ctx));
     await attempt('G', () => runSoak(ctx));
@@ -222,7 +265,7 @@ async function main(): Promise<void> {
     mode: config.mode,
     startedAt: startedAt.toISOString(),
     durationSec: (Date.now() - startedAt.getTime()) / 1000,
-    command: `npm run ${cli.smoke ? 'bench:smoke' : 'bench'}${cli.only.length < allScenarios.length ? ` -- --only ${cli.only.join(',')}` : ''}`,
+    command: benchCommand(cli),
     scenarios: cli.only,
     machine: machine(loadAtStart),
     versions: Object.fromEntries(
