@@ -40,6 +40,7 @@ interface OpenOptions {
   readonly client?: RedisOptions;
   readonly commandTimeoutMs?: number;
   readonly handoffLeaseMs?: number;
+  readonly localHandoffs?: number;
   readonly watchdogLeaseTime?: number;
 }
 
@@ -55,6 +56,7 @@ function open(options: OpenOptions = {}): Opened {
     ownsClient: true,
     commandTimeoutMs: options.commandTimeoutMs,
     handoffLeaseMs: options.handoffLeaseMs,
+    localHandoffs: options.localHandoffs,
   });
   const locks = new LockService({
     backend,
@@ -346,6 +348,73 @@ describe('late answers and lost wake-ups', () => {
   });
 });
 
+describe('local hand-offs (lock cohorting)', () => {
+  /**
+   * The holder's process queues three waiters behind one of another process;
+   * each waiter records when it got the lock and releases at once.
+   */
+  async function handOffOrder(localHandoffs: number): Promise<string[]> {
+    const here = open({ localHandoffs });
+    const there = open({ localHandoffs });
+    const key = `cohort-${localHandoffs}`;
+    const holder = await here.locks.acquire(key);
+    const order: string[] = [];
+    const queued = async (
+      name: string,
+      from: Opened,
+      position: number,
+    ): Promise<{ done: Promise<void> }> => {
+      const done = from.locks.using(
+        key,
+        () => {
+          order.push(name);
+        },
+        { waitTime: 5_000 },
+      );
+      await eventually(async () => (await queueLength(key)) === position);
+      // Wrapped: an async function returning the promise would wait for it.
+      return { done };
+    };
+    const waits = [
+      await queued('remote', there, 1),
+      await queued('local-1', here, 2),
+      await queued('local-2', here, 3),
+      await queued('local-3', here, 4),
+    ];
+    await holder.release();
+    await Promise.all(waits.map((wait) => wait.done));
+    expect(await redis.keys(`lock:{${key}}*`)).toEqual([`lock:{${key}}:fence`]);
+    return order;
+  }
+
+  it('lets waiters in the releasing process pass the oldest waiter at most localHandoffs times in a row', async () => {
+    expect(await handOffOrder(2)).toEqual([
+      'local-1',
+      'local-2',
+      'remote',
+      'local-3',
+    ]);
+  });
+
+  it('is strictly first come, first served with localHandoffs 0', async () => {
+    expect(await handOffOrder(0)).toEqual([
+      'remote',
+      'local-1',
+      'local-2',
+      'local-3',
+    ]);
+  });
+
+  it('passes the oldest waiter once with localHandoffs 1', async () => {
+    expect(await handOffOrder(1)).toEqual([
+      'local-1',
+      'remote',
+      'local-2',
+      'local-3',
+    ]);
+  });
+});
+
 describe('client key prefix and script cache', () => {
   it('hands over across processes and within one when the client has a keyPrefix', async () => {
     const a = open({ client: { keyPrefix: 'app:' } });
@@ -361,13 +430,15 @@ describe('client key prefix and script cache', () => {
       async () => (await redis.llen('app:lock:{pfx}:queue')) === 2,
     );
 
+    // The waiter in the releasing process goes first (a local hand-off, in
+    // memory), then the older one in the other process.
     let started = performance.now();
     await holder.release();
-    const first = await remote;
+    const first = await local;
     expect(performance.now() - started).toBeLessThan(300);
     started = performance.now();
     await first.release();
-    const second = await local;
+    const second = await remote;
     expect(performance.now() - started).toBeLessThan(300);
     expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
     await second.release();

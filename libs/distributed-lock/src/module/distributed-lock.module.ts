@@ -67,6 +67,7 @@ function createRedisBackend(
   const backendOptions = {
     commandTimeoutMs: resolved.commandTimeout,
     handoffLeaseMs: resolved.handoffLeaseTime,
+    localHandoffs: resolved.localHandoffs,
     keyPrefix: resolved.keyPrefix,
   };
   if (isRedisClient(redis)) {

@@ -50,6 +50,15 @@ export interface DistributedLockModuleOptions {
    * Default 3000 ms.
    */
   readonly handoffLeaseTime?: number;
+  /**
+   * Under contention, how many times in a row a released lock may go to a
+   * waiter in the releasing process ahead of an older waiter in another one
+   * (lock cohorting). Such a hand-off needs no wake-up through Redis, which is
+   * most of what a hand-off between processes costs. The oldest waiter is
+   * passed over at most this often, so nobody starves; 0 keeps the queue
+   * strictly first come, first served. Default 2.
+   */
+  readonly localHandoffs?: number;
   /** Status codes for lock failures answered by the interceptor. */
   readonly statuses?: LockErrorStatuses;
   /**
@@ -81,6 +90,7 @@ export interface ResolvedLockOptions extends Required<
     | 'maxKeyLength'
     | 'commandTimeout'
     | 'handoffLeaseTime'
+    | 'localHandoffs'
     | 'retryAfter'
   >
 > {
@@ -97,6 +107,7 @@ export const lockOptionDefaults = {
   maxKeyLength: 512,
   commandTimeout: 2_000,
   handoffLeaseTime: 3_000,
+  localHandoffs: 2,
   retryAfter: 1,
   statuses: {
     notAcquired: 409,
@@ -120,6 +131,7 @@ export function resolveLockOptions(
     commandTimeout: options.commandTimeout ?? lockOptionDefaults.commandTimeout,
     handoffLeaseTime:
       options.handoffLeaseTime ?? lockOptionDefaults.handoffLeaseTime,
+    localHandoffs: options.localHandoffs ?? lockOptionDefaults.localHandoffs,
     retryAfter: options.retryAfter ?? lockOptionDefaults.retryAfter,
     statuses: { ...lockOptionDefaults.statuses, ...options.statuses },
     mapError: options.mapError,
@@ -136,6 +148,14 @@ export function resolveLockOptions(
         `DistributedLockModule: ${name} must be a positive number, got ${resolved[name]}`,
       );
     }
+  }
+  if (
+    !Number.isSafeInteger(resolved.localHandoffs) ||
+    resolved.localHandoffs < 0
+  ) {
+    throw new RangeError(
+      `DistributedLockModule: localHandoffs must be a non-negative integer, got ${resolved.localHandoffs}`,
+    );
   }
   if (!(resolved.waitTime >= 0) || !Number.isFinite(resolved.waitTime)) {
     throw new RangeError(

@@ -899,7 +899,9 @@ export function defineHttpLockSuite(adapter: HttpAdapterName): void {
         const keys = monitor.lockKeys();
         expect(keys.length).toBeGreaterThan(0);
         for (const key of keys) {
-          expect(key).toMatch(/^lock:\{coupon:\d+\}(?::fence|:queue)?$/);
+          expect(key).toMatch(
+            /^lock:\{coupon:\d+\}(?::fence|:queue|:bypass)?$/,
+          );
           expect(key).not.toMatch(/undefined|object|null/i);
         }
         const locked = new Set(

@@ -375,6 +375,8 @@ describe('option validation', () => {
     ['negative waitTime', { waitTime: -1 }, /waitTime/],
     ['keyPrefix with braces', { keyPrefix: 'app:{tenant}:' }, /keyPrefix/],
     ['commandTimeout 0', { commandTimeout: 0 }, /commandTimeout/],
+    ['negative localHandoffs', { localHandoffs: -1 }, /localHandoffs/],
+    ['fractional localHandoffs', { localHandoffs: 1.5 }, /localHandoffs/],
   ] as const)(
     'rejects %s at startup with a RangeError',
     async (_name, options, message) => {

@@ -23,6 +23,12 @@ export interface RedisLockBackendOptions {
    * hold up the others. Default 3000 ms.
    */
   readonly handoffLeaseMs?: number;
+  /**
+   * How many times in a row a released lock may go to a waiter in this
+   * process ahead of an older waiter elsewhere (see the module option
+   * `localHandoffs`). Default 2; 0 is strictly first come, first served.
+   */
+  readonly localHandoffs?: number;
   /** Prefix of this backend's own bookkeeping keys (the wake list). Default `'lock:'`. */
   readonly keyPrefix?: string;
 }
@@ -30,6 +36,7 @@ export interface RedisLockBackendOptions {
 const defaults = {
   commandTimeoutMs: 2000,
   handoffLeaseMs: 3000,
+  localHandoffs: 2,
   keyPrefix: 'lock:',
 };
 
@@ -76,7 +83,8 @@ function handoffId(key: string, token: string): string {
  * the oldest live waiter, then wakes only that waiter by pushing to its
  * process's wake list, which one blocking connection per process pops. Nobody
  * polls, nobody stampedes, and a releasing holder cannot barge back in ahead of
- * the queue. A per-key safety check (at most every `handoffLeaseMs`) covers a
+ * the queue. A waiter in the releasing process may go first a bounded number
+ * of times in a row (`localHandoffs`), which saves the wake-up. A per-key safety check (at most every `handoffLeaseMs`) covers a
  * holder that dies without releasing.
  */
 export class RedisLockBackend implements LockBackend {
@@ -84,6 +92,7 @@ export class RedisLockBackend implements LockBackend {
   private readonly scripts: LockScriptCommands;
   private readonly commandTimeoutMs: number;
   private readonly handoffLeaseMs: number;
+  private readonly localHandoffs: number;
   private readonly ownsClient: boolean;
   /** The client's own ioredis `keyPrefix`, which scripts do not see on keys built inside them. */
   private readonly clientKeyPrefix: string;
@@ -109,6 +118,7 @@ export class RedisLockBackend implements LockBackend {
     this.commandTimeoutMs =
       options.commandTimeoutMs ?? defaults.commandTimeoutMs;
     this.handoffLeaseMs = options.handoffLeaseMs ?? defaults.handoffLeaseMs;
+    this.localHandoffs = options.localHandoffs ?? defaults.localHandoffs;
     this.scripts = defineLockScripts(this.client);
     this.clientKeyPrefix = this.client.options?.keyPrefix ?? '';
     // 96 random bits tell processes apart; every acquire sends this name.
@@ -223,8 +233,9 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
-  private lockKeys(key: string): [string, string, string] {
-    return [key, `${key}:fence`, `${key}:queue`];
+  /** Every key a lock script may touch (one Cluster slot, thanks to the braces in `key`). */
+  private lockKeys(key: string): [string, string, string, string] {
+    return [key, `${key}:fence`, `${key}:queue`, `${key}:bypass`];
   }
 
   private wait(
@@ -385,7 +396,12 @@ export class RedisLockBackend implements LockBackend {
       const blocking = (this.blocking ??= this.openBlocking());
       try {
         const popped = await blocking.blpop(this.wakeList, listenPollSeconds);
-        if (popped) this.onWakeMessage(popped[1]);
+        if (popped) {
+          this.onWakeMessage(popped[1]);
+          // Let the woken holder run (and send its own commands) before the
+          // next pop is written: under contention it is on the critical path.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
       } catch {
         if (this.closed) break;
         if (blocking.status === 'ready') {
@@ -493,6 +509,7 @@ export class RedisLockBackend implements LockBackend {
         ...this.lockKeys(key),
         token,
         this.scriptWakeList,
+        this.localHandoffs,
         ...(fencingToken === undefined ? [] : [fencingToken]),
       ),
       'release',

@@ -1,4 +1,4 @@
--- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue (KEYS[4] unused)
 -- ARGV[1] token, ARGV[2] lease ms, ARGV[3] wait ms (0: do not queue),
 -- ARGV[4] this process's wake list, ARGV[5] lease given on hand-off, ms
 -- Returns {1, fence} when taken, {0, pttl, entry} when queued, {0, pttl} when busy.

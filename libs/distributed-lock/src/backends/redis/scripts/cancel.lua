@@ -1,4 +1,4 @@
--- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue, KEYS[4] pass-over count
 -- ARGV[1] token, ARGV[2] the waiter's queue entry
 -- A waiter gives up. If the lock was handed to it meanwhile, it keeps it:
 -- returns {1, fence, pttl}. Otherwise it leaves the queue: returns {0, pttl}.
@@ -6,4 +6,8 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
   return { 1, tonumber(redis.call('get', KEYS[2])) or 0, redis.call('pttl', KEYS[1]) }
 end
 redis.call('lrem', KEYS[3], 1, ARGV[2])
+if redis.call('exists', KEYS[3]) == 0 then
+  -- Counts how often the head of a queue was passed over: no queue, no head.
+  redis.call('del', KEYS[4])
+end
 return { 0, redis.call('pttl', KEYS[1]) }

@@ -65,32 +65,46 @@ local function next_fence(fence_key)
   return fence
 end
 
--- Gives the free lock to the oldest queued waiter that is still waiting, and
--- wakes only that waiter. Entries whose wait deadline has passed are dropped:
--- their owners gave up, so they must not stall the queue. Because this runs
--- inside the same script that freed the lock, nobody can take the lock between
--- the release and the hand-off, which is what makes the queue fair.
--- When the waiter lives in the calling process (its wake list is `local_list`),
--- nothing is pushed: the hand-off is returned and delivered in memory.
--- `entry` is the queue's head when the caller popped it already.
--- Returns false, true, or "<token>|<fence>" for a local hand-off.
+-- A queue entry's parts, or nil for an entry that is malformed or whose wait
+-- deadline has passed (its owner gave up, so it must not stall the queue).
+local function live_entry(entry)
+  local deadline, lease, token, wake_list = string.match(entry, '^(%d+)|(%d+)|([^|]+)|(.+)$')
+  if deadline and tonumber(deadline) >= now_ms() then
+    return lease, token, wake_list, tonumber(deadline)
+  end
+  return nil
+end
+
+-- Gives the free lock to one waiter and wakes only that waiter. When it lives
+-- in the calling process (its wake list is `local_list`), nothing is pushed:
+-- the hand-off is returned as "<token>|<fence>" and delivered in memory.
+-- Otherwise returns true.
+local function grant_entry(lock_key, fence_key, local_list, lease, token, wake_list)
+  local fence = fence_text(next_fence(fence_key))
+  redis.call('set', lock_key, token, 'px', lease)
+  if wake_list == local_list then
+    return token .. '|' .. fence
+  end
+  redis.call('rpush', wake_list, token .. '|' .. fence .. '|' .. lock_key)
+  -- A wake list whose process vanished must not live forever.
+  redis.call('pexpire', wake_list, 60000)
+  return true
+end
+
+-- Gives the free lock to the oldest queued waiter that is still waiting.
+-- Because this runs inside the same script that freed the lock, nobody can
+-- take the lock between the release and the hand-off, which is what makes the
+-- queue fair. `entry` is the queue's head when the caller popped it already.
+-- Returns false when nobody waits, else what grant_entry returns.
 local function grant_next(lock_key, fence_key, queue_key, local_list, entry)
   while true do
     entry = entry or redis.call('lpop', queue_key)
     if not entry then
       return false
     end
-    local deadline, lease, token, wake_list = string.match(entry, '^(%d+)|(%d+)|([^|]+)|(.+)$')
-    if deadline and tonumber(deadline) >= now_ms() then
-      local fence = fence_text(next_fence(fence_key))
-      redis.call('set', lock_key, token, 'px', lease)
-      if wake_list == local_list then
-        return token .. '|' .. fence
-      end
-      redis.call('rpush', wake_list, token .. '|' .. fence .. '|' .. lock_key)
-      -- A wake list whose process vanished must not live forever.
-      redis.call('pexpire', wake_list, 60000)
-      return true
+    local lease, token, wake_list = live_entry(entry)
+    if lease then
+      return grant_entry(lock_key, fence_key, local_list, lease, token, wake_list)
     end
     entry = nil
   end
