@@ -306,6 +306,28 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
       `A lock cycle of one SET and one EVALSHA on one connection can reach at most about **${int(r.E.twoTripCycleCeiling)} cycles/s** here (1 / (1/SET + 1/EVALSHA) at one connection).`,
       '',
     );
+    const st = r.E.serverTime;
+    if (st) {
+      out.push(
+        '### Server time per verb',
+        '',
+        `What each top-level command costs Redis itself, from \`SLOWLOG\` at threshold 0 over ${int(st.cycles)} uncontended cycles of each lock on warm keys (commands run inside a script are part of its figure). Ours carries the fencing counter and the wait-queue check in its acquire script; the raw baseline has neither.`,
+        '',
+        table(
+          ['command', 'calls', 'mean µs', 'p50 µs'],
+          st.rows.map((row) => [
+            row.verb,
+            int(row.calls),
+            num(row.meanUs, 1),
+            num(row.p50Us, 0),
+          ]),
+          ['l', 'r', 'r', 'r'],
+        ),
+        '',
+        `Server time per cycle: raw ${num(st.rawCycleUs, 1)} µs, ours ${num(st.oursCycleUs, 1)} µs (+${num(st.oursCycleUs - st.rawCycleUs, 1)} µs).`,
+        '',
+      );
+    }
   }
   if (r.F) {
     out.push('## F. Flash-sale app, 3 instances', '');

@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { LockService, RedisLockBackend } from '@app/distributed-lock';
+import { withCompareAndDelete } from '../contenders/raw.js';
 import type { BenchContext } from './context.js';
 
 const run = promisify(execFile);
@@ -11,9 +14,27 @@ export interface ServerCeilingRow {
   readonly p50Ms: number;
 }
 
+/** Server time of one top-level command, from SLOWLOG (which logs every command at threshold 0). */
+export interface ServerTimeRow {
+  readonly verb: string;
+  readonly calls: number;
+  readonly meanUs: number;
+  readonly p50Us: number;
+}
+
+export interface ServerTimeResult {
+  readonly cycles: number;
+  readonly rows: ServerTimeRow[];
+  /** Mean server µs of one raw cycle (SET NX PX + compare-and-delete) and of one of ours. */
+  readonly rawCycleUs: number;
+  readonly oursCycleUs: number;
+}
+
 export interface ServerCeilingResult {
   readonly requests: number;
   readonly rows: ServerCeilingRow[];
+  /** What each lock's verbs cost Redis itself, uncontended. */
+  readonly serverTime?: ServerTimeResult;
   /** One SET NX PX + one EVALSHA per cycle at one connection: 1 / (1/set + 1/evalsha). */
   readonly twoTripCycleCeiling: number;
   readonly error?: string;
@@ -88,6 +109,18 @@ export async function runServerCeiling(
       error: (error as Error).message.split('\n')[0],
     };
   }
+  let serverTime: ServerTimeResult | undefined;
+  try {
+    ctx.progress.step('E: server time per verb (SLOWLOG)');
+    serverTime = await measureServerTime(ctx, 2_000);
+  } catch (error) {
+    return {
+      requests,
+      rows,
+      twoTripCycleCeiling: Number.NaN,
+      error: `server time per verb: ${(error as Error).message.split('\n')[0]}`,
+    };
+  }
   const at1 = (name: string) =>
     rows.find((r) => r.clients === 1 && r.command.startsWith(name))
       ?.requestsPerSec ?? Number.NaN;
@@ -95,10 +128,110 @@ export async function runServerCeiling(
     requests,
     rows,
     twoTripCycleCeiling: 1 / (1 / at1('SET') + 1 / at1('EVALSHA')),
+    serverTime,
   };
 }
 
-export const plannedServerCeiling = 4;
+export const plannedServerCeiling = 5;
+
+/**
+ * Runs `cycles` uncontended cycles of the raw baseline and of our lock (its
+ * real scripts, through LockService) on warm keys, with SLOWLOG recording every
+ * command, and averages the server time of each lock's top-level commands.
+ */
+async function measureServerTime(
+  ctx: BenchContext,
+  cycles: number,
+): Promise<ServerTimeResult> {
+  const raw = withCompareAndDelete(new Redis(ctx.server.url));
+  const oursClient = new Redis(ctx.server.url);
+  const locks = new LockService({
+    backend: new RedisLockBackend({ client: oursClient, ownsClient: true }),
+    keyPrefix: 'lock:',
+    watchdogLeaseTime: ctx.config.ttlMs,
+    waitTime: 0,
+    maxKeyLength: 512,
+  });
+  const keys = 100;
+  const runCycles = async (count: number) => {
+    for (let i = 0; i < count; i++) {
+      const key = `bench:E:${i % keys}`;
+      const token = `token-${i}`;
+      await raw.set(key, token, 'PX', ctx.config.ttlMs, 'NX');
+      await raw.benchCompareAndDelete(key, token);
+      const handle = await locks.acquire(key);
+      await handle.release();
+    }
+  };
+  const admin = ctx.admin;
+  const saved = (await admin.config('GET', 'slowlog-*')) as string[];
+  try {
+    // Warm-up: the fencing counters exist, the scripts are cached.
+    await runCycles(keys * 2);
+    await admin.config('SET', 'slowlog-max-len', String(cycles * 20));
+    await admin.config('SET', 'slowlog-log-slower-than', '0');
+    await admin.slowlog('RESET');
+    await runCycles(cycles);
+    await admin.config('SET', 'slowlog-log-slower-than', '-1');
+    const log = (await admin.slowlog('GET', cycles * 20)) as [
+      number,
+      number,
+      number,
+      string[],
+    ][];
+    const byVerb = new Map<string, number[]>();
+    const add = (verb: string, us: number) => {
+      let list = byVerb.get(verb);
+      if (!list) byVerb.set(verb, (list = []));
+      list.push(us);
+    };
+    for (const [, , us, argv] of log) {
+      const [name, first, , firstKey] = argv.map((a) => a.toLowerCase());
+      if (name === 'set' && first.startsWith('bench:e:'))
+        add('raw: SET NX PX', us);
+      else if (name === 'evalsha' && firstKey?.startsWith('bench:e:'))
+        add('raw: EVALSHA compare-and-delete', us);
+      // acquire: sha, 4 keys and 5 arguments; release: 4 keys and 3.
+      else if (name === 'evalsha' && argv[2] === '4' && argv.length >= 12)
+        add('ours: acquire script', us);
+      else if (name === 'evalsha' && argv[2] === '4')
+        add('ours: release script', us);
+    }
+    const order = [
+      'raw: SET NX PX',
+      'raw: EVALSHA compare-and-delete',
+      'ours: acquire script',
+      'ours: release script',
+    ];
+    const sorted = [...byVerb].toSorted(
+      ([a], [b]) => order.indexOf(a) - order.indexOf(b),
+    );
+    const rows = sorted.map(([verb, list]) => {
+      list.sort((a, b) => a - b);
+      return {
+        verb,
+        calls: list.length,
+        meanUs: list.reduce((sum, x) => sum + x, 0) / list.length,
+        p50Us: list[Math.floor(list.length / 2)],
+      };
+    });
+    const mean = (verb: string) =>
+      rows.find((row) => row.verb === verb)?.meanUs ?? Number.NaN;
+    return {
+      cycles,
+      rows,
+      rawCycleUs:
+        mean('raw: SET NX PX') + mean('raw: EVALSHA compare-and-delete'),
+      oursCycleUs: mean('ours: acquire script') + mean('ours: release script'),
+    };
+  } finally {
+    for (let i = 0; i + 1 < saved.length; i += 2)
+      await admin.config('SET', saved[i], saved[i + 1]);
+    await locks.close();
+    raw.disconnect();
+    await admin.flushall();
+  }
+}
 
 /** Reads `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",...` (Redis 7). */
 function parseCsv(stdout: string): { requestsPerSec: number; p50Ms: number } {
