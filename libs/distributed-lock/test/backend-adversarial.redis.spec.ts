@@ -348,45 +348,45 @@ describe('late answers and lost wake-ups', () => {
   });
 });
 
-describe('local hand-offs (lock cohorting)', () => {
-  /**
-   * The holder's process queues three waiters behind one of another process;
-   * each waiter records when it got the lock and releases at once.
-   */
-  async function handOffOrder(localHandoffs: number): Promise<string[]> {
-    const here = open({ localHandoffs });
-    const there = open({ localHandoffs });
-    const key = `cohort-${localHandoffs}`;
-    const holder = await here.locks.acquire(key);
-    const order: string[] = [];
-    const queued = async (
-      name: string,
-      from: Opened,
-      position: number,
-    ): Promise<{ done: Promise<void> }> => {
-      const done = from.locks.using(
-        key,
-        () => {
-          order.push(name);
-        },
-        { waitTime: 5_000 },
-      );
-      await eventually(async () => (await queueLength(key)) === position);
-      // Wrapped: an async function returning the promise would wait for it.
-      return { done };
-    };
-    const waits = [
-      await queued('remote', there, 1),
-      await queued('local-1', here, 2),
-      await queued('local-2', here, 3),
-      await queued('local-3', here, 4),
-    ];
-    await holder.release();
-    await Promise.all(waits.map((wait) => wait.done));
-    expect(await redis.keys(`lock:{${key}}*`)).toEqual([`lock:{${key}}:fence`]);
-    return order;
-  }
+/**
+ * The holder's process queues three waiters behind one of another process;
+ * each waiter records when it got the lock and releases at once.
+ */
+async function handOffOrder(localHandoffs: number): Promise<string[]> {
+  const here = open({ localHandoffs });
+  const there = open({ localHandoffs });
+  const key = `cohort-${localHandoffs}`;
+  const holder = await here.locks.acquire(key);
+  const order: string[] = [];
+  const queued = async (
+    name: string,
+    from: Opened,
+    position: number,
+  ): Promise<{ done: Promise<void> }> => {
+    const done = from.locks.using(
+      key,
+      () => {
+        order.push(name);
+      },
+      { waitTime: 5_000 },
+    );
+    await eventually(async () => (await queueLength(key)) === position);
+    // Wrapped: an async function returning the promise would wait for it.
+    return { done };
+  };
+  const waits = [
+    await queued('remote', there, 1),
+    await queued('local-1', here, 2),
+    await queued('local-2', here, 3),
+    await queued('local-3', here, 4),
+  ];
+  await holder.release();
+  await Promise.all(waits.map((wait) => wait.done));
+  expect(await redis.keys(`lock:{${key}}*`)).toEqual([`lock:{${key}}:fence`]);
+  return order;
+}
 
+describe('local hand-offs (lock cohorting)', () => {
   it('lets waiters in the releasing process pass the oldest waiter at most localHandoffs times in a row', async () => {
     expect(await handOffOrder(2)).toEqual([
       'local-1',

@@ -430,6 +430,7 @@ function findKeyProblem(key: string, maxKeyLength: number): string | undefined {
  * so two different keys could end up as the same one).
  */
 /** Any character {@link findForbiddenCharacter} may object to (surrogates: paired ones too). */
+// oxlint-disable-next-line no-control-regex -- control characters are what it looks for
 const SUSPECT_CHARACTER = /[{}\u0000-\u001f\u007f-\u009f\ud800-\udfff]/;
 
 function findForbiddenCharacter(text: string): string | undefined {
