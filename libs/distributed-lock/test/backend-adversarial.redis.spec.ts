@@ -387,32 +387,18 @@ async function handOffOrder(localHandoffs: number): Promise<string[]> {
 }
 
 describe('local hand-offs (lock cohorting)', () => {
-  it('lets waiters in the releasing process pass the oldest waiter at most localHandoffs times in a row', async () => {
-    expect(await handOffOrder(2)).toEqual([
-      'local-1',
-      'local-2',
-      'remote',
-      'local-3',
-    ]);
-  });
-
-  it('is strictly first come, first served with localHandoffs 0', async () => {
-    expect(await handOffOrder(0)).toEqual([
-      'remote',
-      'local-1',
-      'local-2',
-      'local-3',
-    ]);
-  });
-
-  it('passes the oldest waiter once with localHandoffs 1', async () => {
-    expect(await handOffOrder(1)).toEqual([
-      'local-1',
-      'remote',
-      'local-2',
-      'local-3',
-    ]);
-  });
+  // Waiters in the releasing process may pass the oldest waiter (in another
+  // process) at most localHandoffs times in a row; 0 is first come, first served.
+  it.each([
+    [0, ['remote', 'local-1', 'local-2', 'local-3']],
+    [1, ['local-1', 'remote', 'local-2', 'local-3']],
+    [2, ['local-1', 'local-2', 'remote', 'local-3']],
+  ] as const)(
+    'with localHandoffs %i, serves %j',
+    async (localHandoffs, expected) => {
+      expect(await handOffOrder(localHandoffs)).toEqual(expected);
+    },
+  );
 });
 
 describe('client key prefix and script cache', () => {
