@@ -41,6 +41,7 @@ interface OpenOptions {
   readonly commandTimeoutMs?: number;
   readonly handoffLeaseMs?: number;
   readonly localHandoffs?: number;
+  readonly localHandoffWindowMs?: number;
   readonly watchdogLeaseTime?: number;
 }
 
@@ -57,6 +58,7 @@ function open(options: OpenOptions = {}): Opened {
     commandTimeoutMs: options.commandTimeoutMs,
     handoffLeaseMs: options.handoffLeaseMs,
     localHandoffs: options.localHandoffs,
+    localHandoffWindowMs: options.localHandoffWindowMs,
   });
   const locks = new LockService({
     backend,
@@ -350,12 +352,16 @@ describe('late answers and lost wake-ups', () => {
 
 /**
  * The holder's process queues three waiters behind one of another process;
- * each waiter records when it got the lock and releases at once.
+ * each waiter records when it got the lock and releases after `holdMs`.
  */
-async function handOffOrder(localHandoffs: number): Promise<string[]> {
-  const here = open({ localHandoffs });
-  const there = open({ localHandoffs });
-  const key = `cohort-${localHandoffs}`;
+async function handOffOrder(
+  localHandoffs: number,
+  localHandoffWindowMs: number,
+  holdMs = 0,
+): Promise<string[]> {
+  const here = open({ localHandoffs, localHandoffWindowMs });
+  const there = open({ localHandoffs, localHandoffWindowMs });
+  const key = `cohort-${localHandoffs}-${localHandoffWindowMs}`;
   const holder = await here.locks.acquire(key);
   const order: string[] = [];
   const queued = async (
@@ -365,8 +371,9 @@ async function handOffOrder(localHandoffs: number): Promise<string[]> {
   ): Promise<{ done: Promise<void> }> => {
     const done = from.locks.using(
       key,
-      () => {
+      async () => {
         order.push(name);
+        await sleep(holdMs);
       },
       { waitTime: 5_000 },
     );
@@ -389,6 +396,7 @@ async function handOffOrder(localHandoffs: number): Promise<string[]> {
 describe('local hand-offs (lock cohorting)', () => {
   // Waiters in the releasing process may pass the oldest waiter (in another
   // process) at most localHandoffs times in a row; 0 is first come, first served.
+  // A wide window here, so that only the count decides.
   it.each([
     [0, ['remote', 'local-1', 'local-2', 'local-3']],
     [1, ['local-1', 'remote', 'local-2', 'local-3']],
@@ -396,9 +404,28 @@ describe('local hand-offs (lock cohorting)', () => {
   ] as const)(
     'with localHandoffs %i, serves %j',
     async (localHandoffs, expected) => {
-      expect(await handOffOrder(localHandoffs)).toEqual(expected);
+      expect(await handOffOrder(localHandoffs, 60_000)).toEqual(expected);
     },
   );
+
+  it('passes the oldest waiter only within the window from the first pass', async () => {
+    // Each hold outlasts the window: one pass, then the oldest waiter's turn.
+    expect(await handOffOrder(8, 50, 120)).toEqual([
+      'local-1',
+      'remote',
+      'local-2',
+      'local-3',
+    ]);
+  });
+
+  it('is strictly first come, first served with a zero window', async () => {
+    expect(await handOffOrder(8, 0)).toEqual([
+      'remote',
+      'local-1',
+      'local-2',
+      'local-3',
+    ]);
+  });
 });
 
 describe('client key prefix and script cache', () => {

@@ -68,6 +68,7 @@ function createRedisBackend(
     commandTimeoutMs: resolved.commandTimeout,
     handoffLeaseMs: resolved.handoffLeaseTime,
     localHandoffs: resolved.localHandoffs,
+    localHandoffWindowMs: resolved.localHandoffWindow,
     keyPrefix: resolved.keyPrefix,
   };
   if (isRedisClient(redis)) {

@@ -55,10 +55,17 @@ export interface DistributedLockModuleOptions {
    * waiter in the releasing process ahead of an older waiter in another one
    * (lock cohorting). Such a hand-off needs no wake-up through Redis, which is
    * most of what a hand-off between processes costs. The oldest waiter is
-   * passed over at most this often, so nobody starves; 0 keeps the queue
-   * strictly first come, first served. Default 2.
+   * passed over at most this often, and only within `localHandoffWindow`, so
+   * nobody starves; 0 keeps the queue strictly first come, first served.
+   * Default 8.
    */
   readonly localHandoffs?: number;
+  /**
+   * How long, in ms from the first pass, the oldest waiter may be passed over
+   * by local hand-offs: short holds pass it several times in that window, holds
+   * longer than it at most once. Default 1 ms.
+   */
+  readonly localHandoffWindow?: number;
   /** Status codes for lock failures answered by the interceptor. */
   readonly statuses?: LockErrorStatuses;
   /**
@@ -91,6 +98,7 @@ export interface ResolvedLockOptions extends Required<
     | 'commandTimeout'
     | 'handoffLeaseTime'
     | 'localHandoffs'
+    | 'localHandoffWindow'
     | 'retryAfter'
   >
 > {
@@ -107,7 +115,8 @@ export const lockOptionDefaults = {
   maxKeyLength: 512,
   commandTimeout: 2_000,
   handoffLeaseTime: 3_000,
-  localHandoffs: 2,
+  localHandoffs: 8,
+  localHandoffWindow: 1,
   retryAfter: 1,
   statuses: {
     notAcquired: 409,
@@ -132,6 +141,8 @@ export function resolveLockOptions(
     handoffLeaseTime:
       options.handoffLeaseTime ?? lockOptionDefaults.handoffLeaseTime,
     localHandoffs: options.localHandoffs ?? lockOptionDefaults.localHandoffs,
+    localHandoffWindow:
+      options.localHandoffWindow ?? lockOptionDefaults.localHandoffWindow,
     retryAfter: options.retryAfter ?? lockOptionDefaults.retryAfter,
     statuses: { ...lockOptionDefaults.statuses, ...options.statuses },
     mapError: options.mapError,
@@ -155,6 +166,14 @@ export function resolveLockOptions(
   ) {
     throw new RangeError(
       `DistributedLockModule: localHandoffs must be a non-negative integer, got ${resolved.localHandoffs}`,
+    );
+  }
+  if (
+    !(resolved.localHandoffWindow >= 0) ||
+    !Number.isFinite(resolved.localHandoffWindow)
+  ) {
+    throw new RangeError(
+      `DistributedLockModule: localHandoffWindow must be >= 0, got ${resolved.localHandoffWindow}`,
     );
   }
   if (!(resolved.waitTime >= 0) || !Number.isFinite(resolved.waitTime)) {

@@ -377,6 +377,11 @@ describe('option validation', () => {
     ['commandTimeout 0', { commandTimeout: 0 }, /commandTimeout/],
     ['negative localHandoffs', { localHandoffs: -1 }, /localHandoffs/],
     ['fractional localHandoffs', { localHandoffs: 1.5 }, /localHandoffs/],
+    [
+      'negative localHandoffWindow',
+      { localHandoffWindow: -1 },
+      /localHandoffWindow/,
+    ],
   ] as const)(
     'rejects %s at startup with a RangeError',
     async (_name, options, message) => {

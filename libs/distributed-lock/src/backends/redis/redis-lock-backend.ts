@@ -26,9 +26,11 @@ export interface RedisLockBackendOptions {
   /**
    * How many times in a row a released lock may go to a waiter in this
    * process ahead of an older waiter elsewhere (see the module option
-   * `localHandoffs`). Default 2; 0 is strictly first come, first served.
+   * `localHandoffs`). Default 8; 0 is strictly first come, first served.
    */
   readonly localHandoffs?: number;
+  /** How long from the first pass the oldest waiter may be passed over, in ms. Default 1. */
+  readonly localHandoffWindowMs?: number;
   /** Prefix of this backend's own bookkeeping keys (the wake list). Default `'lock:'`. */
   readonly keyPrefix?: string;
 }
@@ -36,7 +38,8 @@ export interface RedisLockBackendOptions {
 const defaults = {
   commandTimeoutMs: 2000,
   handoffLeaseMs: 3000,
-  localHandoffs: 2,
+  localHandoffs: 8,
+  localHandoffWindowMs: 1,
   keyPrefix: 'lock:',
 };
 
@@ -84,7 +87,8 @@ function handoffId(key: string, token: string): string {
  * process's wake list, which one blocking connection per process pops. Nobody
  * polls, nobody stampedes, and a releasing holder cannot barge back in ahead of
  * the queue. A waiter in the releasing process may go first a bounded number
- * of times in a row (`localHandoffs`), which saves the wake-up. A per-key safety check (at most every `handoffLeaseMs`) covers a
+ * of times in a row and for a short while (`localHandoffs`,
+ * `localHandoffWindowMs`), which saves the wake-up. A per-key safety check (at most every `handoffLeaseMs`) covers a
  * holder that dies without releasing.
  */
 export class RedisLockBackend implements LockBackend {
@@ -93,6 +97,7 @@ export class RedisLockBackend implements LockBackend {
   private readonly commandTimeoutMs: number;
   private readonly handoffLeaseMs: number;
   private readonly localHandoffs: number;
+  private readonly localHandoffWindowMs: number;
   private readonly ownsClient: boolean;
   /** The client's own ioredis `keyPrefix`, which scripts do not see on keys built inside them. */
   private readonly clientKeyPrefix: string;
@@ -119,6 +124,8 @@ export class RedisLockBackend implements LockBackend {
       options.commandTimeoutMs ?? defaults.commandTimeoutMs;
     this.handoffLeaseMs = options.handoffLeaseMs ?? defaults.handoffLeaseMs;
     this.localHandoffs = options.localHandoffs ?? defaults.localHandoffs;
+    this.localHandoffWindowMs =
+      options.localHandoffWindowMs ?? defaults.localHandoffWindowMs;
     this.scripts = defineLockScripts(this.client);
     this.clientKeyPrefix = this.client.options?.keyPrefix ?? '';
     // 96 random bits tell processes apart; every acquire sends this name.
@@ -510,6 +517,7 @@ export class RedisLockBackend implements LockBackend {
         token,
         this.scriptWakeList,
         this.localHandoffs,
+        this.localHandoffWindowMs,
         ...(fencingToken === undefined ? [] : [fencingToken]),
       ),
       'release',

@@ -1,18 +1,19 @@
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue,
--- KEYS[4] pass-over count: how often in a row the queue's head was passed over
--- ARGV[1] token, ARGV[2] the caller's wake list, ARGV[3] local hand-off burst,
--- ARGV[4] (optional) the fencing token of the grant being given back
+-- KEYS[4] pass-over record: "<times the head was passed over>|<ms of the first pass>"
+-- ARGV[1] token, ARGV[2] the caller's wake list, ARGV[3] most local hand-offs
+-- in a row, ARGV[4] how long (ms) they may go on, ARGV[5] (optional) the
+-- fencing token of the grant being given back
 -- Compare-and-delete: only the owner's token frees the lock, so a holder whose
 -- lease ran out can never delete the lock of whoever holds it now. The freed
 -- lock goes straight to a queued waiter in the same atomic step.
--- With ARGV[4], the lock is freed only while that grant is still the current
+-- With ARGV[5], the lock is freed only while that grant is still the current
 -- one: a late hand-off message must not free a lock its token got again since.
 -- Returns 1 when released, 0 when the token no longer owned the lock, or
 -- "<token>|<fence>" when released and handed to a waiter of the caller's process.
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-if ARGV[4] and redis.call('get', KEYS[2]) ~= ARGV[4] then
+if ARGV[5] and redis.call('get', KEYS[2]) ~= ARGV[5] then
   return 0
 end
 redis.call('del', KEYS[1])
@@ -24,16 +25,23 @@ end
 -- #include grant-next
 
 -- Lock cohorting: a waiter in the releasing process takes the lock ahead of
--- an older waiter elsewhere, at most ARGV[3] times in a row. It is handed over
--- in memory, without the trip through Redis that waking another process
--- costs, which under contention is most of a hand-off. The head keeps its
--- place, and once passed over ARGV[3] times it is served next, so a waiter at
--- position p is served within p * (ARGV[3] + 1) hand-offs: nobody starves.
-local burst = tonumber(ARGV[3])
+-- an older waiter elsewhere. It is handed over in memory, without the trip
+-- through Redis that waking another process costs, which under contention is
+-- most of a hand-off. The head keeps its place and is passed over at most
+-- ARGV[3] times in a row, and only within ARGV[4] ms of the first pass: short
+-- holds pass it several times in that window, long ones at most once. Then it
+-- is served, so a waiter at position p is served within p * (ARGV[3] + 1)
+-- hand-offs: nobody starves.
+local most, window = tonumber(ARGV[3]), tonumber(ARGV[4])
 local lease, token, wake_list, deadline = live_entry(head)
-if burst > 0 and lease and wake_list ~= ARGV[2] then
-  local passed = tonumber(redis.call('get', KEYS[4])) or 0
-  if passed < burst then
+if most > 0 and window > 0 and lease and wake_list ~= ARGV[2] then
+  local passed, since = 0, now_ms()
+  local record = redis.call('get', KEYS[4])
+  if record then
+    local count, first = string.match(record, '^(%d+)|(%d+)$')
+    passed, since = tonumber(count) or most, tonumber(first) or 0
+  end
+  if passed < most and now_ms() - since < window then
     local suffix = '|' .. ARGV[2]
     -- Only the front of the queue is looked at, so a hand-off stays O(1).
     for _, entry in ipairs(redis.call('lrange', KEYS[3], 0, 15)) do
@@ -49,8 +57,8 @@ if burst > 0 and lease and wake_list ~= ARGV[2] then
             queue_ttl = deadline - now_ms() + 1000
             redis.call('pexpire', KEYS[3], queue_ttl)
           end
-          -- The count lives no longer than the queue it is about.
-          redis.call('set', KEYS[4], passed + 1, 'px', queue_ttl)
+          -- The record lives no longer than the queue it is about.
+          redis.call('set', KEYS[4], string.format('%d|%.0f', passed + 1, since), 'px', queue_ttl)
           return grant_entry(KEYS[1], KEYS[2], ARGV[2], local_lease, local_token, ARGV[2])
         end
       end
