@@ -182,6 +182,13 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
       ),
     );
   }
+  const serverTime = r.E?.serverTime;
+  if ((r.A || r.B) && serverTime) {
+    out.push(
+      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Our acquire is one script that also takes the next fencing token and checks the wait queue, the raw one a bare \`SET NX PX\`; in A that time adds to every round trip, in B it shares the two cores with the clients.`,
+      '',
+    );
+  }
   if (r.B) {
     out.push(
       uncontendedSection(
