@@ -418,6 +418,30 @@ describe('local hand-offs (lock cohorting)', () => {
     ]);
   });
 
+  it('keeps an expiry on a queue that a pass emptied and refilled', async () => {
+    const here = open();
+    const there = open();
+    const holder = await here.locks.acquire('cohort-ttl');
+    const remote = there.locks.acquire('cohort-ttl', { waitTime: 4_000 });
+    await eventually(async () => (await queueLength('cohort-ttl')) === 1);
+    const local = here.locks.acquire('cohort-ttl', { waitTime: 4_000 });
+    await eventually(async () => (await queueLength('cohort-ttl')) === 2);
+    await holder.release();
+    // The local waiter passed the remote one: the queue was emptied by taking
+    // it out and made anew by putting the remote entry back.
+    const passed = await local;
+    expect(await queueLength('cohort-ttl')).toBe(1);
+    const ttl = await redis.pttl('lock:{cohort-ttl}:queue');
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(4_000 + 1_000);
+    expect(await redis.pttl('lock:{cohort-ttl}:bypass')).toBeGreaterThan(0);
+    await passed.release();
+    await (await remote).release();
+    expect(await redis.keys('lock:{cohort-ttl}*')).toEqual([
+      'lock:{cohort-ttl}:fence',
+    ]);
+  });
+
   it('is strictly first come, first served with a zero window', async () => {
     expect(await handOffOrder(8, 0)).toEqual([
       'remote',
