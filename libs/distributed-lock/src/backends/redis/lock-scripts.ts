@@ -25,7 +25,7 @@ function withGrantNext(name: string): string {
  * NOSCRIPT (for example after Redis restarted and lost its script cache).
  */
 const scripts = {
-  lockAcquire: { numberOfKeys: 4, lua: withGrantNext('acquire') },
+  lockAcquire: { numberOfKeys: 3, lua: withGrantNext('acquire') },
   lockRelease: { numberOfKeys: 4, lua: withGrantNext('release') },
   lockKick: { numberOfKeys: 4, lua: withGrantNext('kick') },
   lockCancel: { numberOfKeys: 4, lua: readScript('cancel') },

@@ -70,6 +70,11 @@ interface Waiter {
 
 type AcquireReply = [1, number] | [0, number, string?];
 
+/** acquire.lua answers a bare fencing token when taken, an array otherwise. */
+function parseAcquireReply(raw: unknown): AcquireReply {
+  return Array.isArray(raw) ? (raw as [0, number, string?]) : [1, Number(raw)];
+}
+
 /**
  * Identifies one waiting acquisition: a multi-key acquisition uses one token
  * for all its keys, so a hand-off is matched by key and token.
@@ -152,11 +157,13 @@ export class RedisLockBackend implements LockBackend {
     this.acquiring.add(id);
     let reply: AcquireReply;
     try {
-      reply = (await this.call(
-        this.acquireScript(key, token, leaseMs, waitMs),
-        'acquire',
-        (late) => this.undoAcquire(key, token, late as AcquireReply),
-      )) as AcquireReply;
+      reply = parseAcquireReply(
+        await this.call(
+          this.acquireScript(key, token, leaseMs, waitMs),
+          'acquire',
+          (late) => this.undoAcquire(key, token, parseAcquireReply(late)),
+        ),
+      );
     } catch (error) {
       this.forgetEarlyHandoff(key, token);
       throw error;
@@ -624,11 +631,14 @@ export class RedisLockBackend implements LockBackend {
       if (remaining <= 0) continue;
       this.acquiring.add(waiter.id);
       try {
-        const reply = (await this.call(
-          this.acquireScript(key, waiter.token, waiter.leaseMs, remaining),
-          'acquire',
-          (late) => this.undoAcquire(key, waiter.token, late as AcquireReply),
-        )) as AcquireReply;
+        const reply = parseAcquireReply(
+          await this.call(
+            this.acquireScript(key, waiter.token, waiter.leaseMs, remaining),
+            'acquire',
+            (late) =>
+              this.undoAcquire(key, waiter.token, parseAcquireReply(late)),
+          ),
+        );
         if (reply[0] === 1) {
           this.grant(waiter, Number(reply[1]), waiter.leaseMs);
         } else if (reply[2] !== undefined) {
@@ -654,8 +664,11 @@ export class RedisLockBackend implements LockBackend {
     leaseMs: number,
     waitMs: number,
   ): Promise<unknown> {
+    const [lockKey, fenceKey, queueKey] = this.lockKeys(key);
     return this.scripts.lockAcquire(
-      ...this.lockKeys(key),
+      lockKey,
+      fenceKey,
+      queueKey,
       token,
       Math.ceil(leaseMs),
       waitMs,

@@ -1,7 +1,8 @@
--- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue (KEYS[4] unused)
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue
 -- ARGV[1] token, ARGV[2] lease ms, ARGV[3] wait ms (0: do not queue),
 -- ARGV[4] this process's wake list, ARGV[5] lease given on hand-off, ms
--- Returns {1, fence} when taken, {0, pttl, entry} when queued, {0, pttl} when busy.
+-- Returns the fencing token (a bare integer, the cheapest reply) when taken,
+-- {0, pttl, entry} when queued, {0, pttl} when busy.
 local lock_key, fence_key, queue_key = KEYS[1], KEYS[2], KEYS[3]
 local token, lease = ARGV[1], ARGV[2]
 
@@ -12,7 +13,7 @@ local queued = taken and redis.call('exists', queue_key) == 1
 if taken and not queued then
   local fence = redis.call('incr', fence_key)
   if fence >= 1e12 then
-    return { 1, fence }
+    return fence
   end
 end
 
@@ -20,7 +21,7 @@ end
 
 if taken then
   if not queued then
-    return { 1, seed_fence(fence_key) }
+    return seed_fence(fence_key)
   end
   -- The lock was free because its holder expired while others queued: they
   -- come first. Taking it back cannot be seen by anyone, the script is atomic.
@@ -28,7 +29,7 @@ if taken then
   if not grant_next(lock_key, fence_key, queue_key) then
     -- Every queued waiter had given up.
     redis.call('set', lock_key, token, 'px', lease)
-    return { 1, next_fence(fence_key) }
+    return next_fence(fence_key)
   end
 end
 
