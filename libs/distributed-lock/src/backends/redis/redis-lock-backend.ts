@@ -93,8 +93,9 @@ function handoffId(key: string, token: string): string {
  * polls, nobody stampedes, and a releasing holder cannot barge back in ahead of
  * the queue. A waiter in the releasing process may go first a bounded number
  * of times in a row and for a short while (`localHandoffs`,
- * `localHandoffWindowMs`), which saves the wake-up. A per-key safety check (at most every `handoffLeaseMs`) covers a
- * holder that dies without releasing.
+ * `localHandoffWindowMs`), which saves the wake-up. A per-key safety check
+ * (at most every `handoffLeaseMs`) covers a holder that dies without
+ * releasing.
  */
 export class RedisLockBackend implements LockBackend {
   private readonly client: Redis;
