@@ -191,11 +191,9 @@ async function measureServerTime(
         add('raw: SET NX PX', us);
       else if (name === 'evalsha' && firstKey?.startsWith('bench:e:'))
         add('raw: EVALSHA compare-and-delete', us);
-      // acquire: sha, 4 keys and 5 arguments; release: 4 keys and 3.
-      else if (name === 'evalsha' && argv[2] === '4' && argv.length >= 12)
-        add('ours: acquire script', us);
-      else if (name === 'evalsha' && argv[2] === '4')
-        add('ours: release script', us);
+      // Ours by their keys: acquire names 3 (lock, fence, queue), release 4.
+      else if (name === 'evalsha' && firstKey?.startsWith('lock:{bench:e:'))
+        add(`ours: ${argv[2] === '3' ? 'acquire' : 'release'} script`, us);
     }
     const order = [
       'raw: SET NX PX',
