@@ -63,7 +63,7 @@ export interface DistributedLockModuleOptions {
   /**
    * How long, in ms from the first pass, the oldest waiter may be passed over
    * by local hand-offs: short holds pass it several times in that window, holds
-   * longer than it at most once. Default 1 ms.
+   * longer than it at most once. Default 2 ms.
    */
   readonly localHandoffWindow?: number;
   /** Status codes for lock failures answered by the interceptor. */
@@ -116,7 +116,7 @@ export const lockOptionDefaults = {
   commandTimeout: 2_000,
   handoffLeaseTime: 3_000,
   localHandoffs: 8,
-  localHandoffWindow: 1,
+  localHandoffWindow: 2,
   retryAfter: 1,
   statuses: {
     notAcquired: 409,

@@ -29,7 +29,7 @@ export interface RedisLockBackendOptions {
    * `localHandoffs`). Default 8; 0 is strictly first come, first served.
    */
   readonly localHandoffs?: number;
-  /** How long from the first pass the oldest waiter may be passed over, in ms. Default 1. */
+  /** How long from the first pass the oldest waiter may be passed over, in ms. Default 2. */
   readonly localHandoffWindowMs?: number;
   /** Prefix of this backend's own bookkeeping keys (the wake list). Default `'lock:'`. */
   readonly keyPrefix?: string;
@@ -39,7 +39,7 @@ const defaults = {
   commandTimeoutMs: 2000,
   handoffLeaseMs: 3000,
   localHandoffs: 8,
-  localHandoffWindowMs: 1,
+  localHandoffWindowMs: 2,
   keyPrefix: 'lock:',
 };
 
