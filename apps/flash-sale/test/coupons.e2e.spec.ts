@@ -1,36 +1,33 @@
 import { Redis } from 'ioredis';
-import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import {
   buy,
   couponBody,
   createCoupon,
-  startSaleBackends,
+  useSaleBackends,
   findTestPostgres,
   startApp,
   type TestApp,
-  type TestDatabase,
 } from './support/harness.js';
 
 const postgres = await findTestPostgres();
 
 describe.skipIf(!postgres)('coupon endpoints and /health', () => {
-  let redisServer: RedisServerHandle;
+  const sale = useSaleBackends(postgres!);
   let redis: Redis;
-  let db: TestDatabase;
   let app: TestApp;
 
   beforeAll(async () => {
-    ({ redisServer, db } = await startSaleBackends(postgres!));
-    redis = new Redis(redisServer.url);
+    redis = new Redis(sale.redisServer.url);
     redis.on('error', () => undefined);
-    app = await startApp({ redisUrl: redisServer.url, databaseUrl: db.url });
+    app = await startApp({
+      redisUrl: sale.redisServer.url,
+      databaseUrl: sale.db.url,
+    });
   });
 
   afterAll(async () => {
     await app?.close();
     redis?.disconnect();
-    await db?.drop();
-    await redisServer?.stop();
   });
 
   describe('POST /api/coupons', () => {
@@ -227,7 +224,7 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
     it('answers 503 quickly while Redis is down, and recovers when it is back', async () => {
       const couponId = await createCoupon(app.http, { stock: 3 });
       await buy(app.http, couponId, 'before').expect(201);
-      await redisServer.stop();
+      await sale.redisServer.stop();
       try {
         const startedAt = Date.now();
         const health = await app.http.get('/health').expect(503);
@@ -250,7 +247,7 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
         expect(Date.now() - startedAt).toBeLessThan(10_000);
       } finally {
         // Back empty: the coupon's stock is reloaded from the database.
-        await redisServer.restart();
+        await sale.redisServer.restart();
       }
       await vi.waitFor(
         async () => {

@@ -1,10 +1,8 @@
-import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import { runLoadTest } from '../loadtest/run-load-test.js';
 import {
   checkInvariants,
-  startSaleBackends,
+  useSaleBackends,
   findTestPostgres,
-  type TestDatabase,
 } from './support/harness.js';
 
 const postgres = await findTestPostgres();
@@ -12,25 +10,15 @@ const postgres = await findTestPostgres();
 describe.skipIf(!postgres)(
   'an instance killed with SIGKILL in the middle of a sale',
   () => {
-    let redisServer: RedisServerHandle;
-    let db: TestDatabase;
-
-    beforeAll(async () => {
-      ({ redisServer, db } = await startSaleBackends(postgres!));
-    });
-
-    afterAll(async () => {
-      await db?.drop();
-      await redisServer?.stop();
-    });
+    const sale = useSaleBackends(postgres!);
 
     it('loses no successful order and sells nothing twice after its restart and reconciliation', async () => {
       // 800 users send 2,000 requests for 600 units: a quarter in, about 370
       // are sold when the last of 3 instances is killed; the rest sells out
       // after it came back.
       const report = await runLoadTest({
-        redisUrl: redisServer.url,
-        databaseUrl: db.url,
+        redisUrl: sale.redisServer.url,
+        databaseUrl: sale.db.url,
         instances: 3,
         couponStock: 600,
         users: 800,
@@ -78,7 +66,11 @@ describe.skipIf(!postgres)(
       for (const outcome of Object.keys(report.outcomes)) {
         expect(outcome).toMatch(/^(201|409 \w+|429 BUSY|error \w+)$/);
       }
-      await checkInvariants(db, report.sale.remainingInRedis!, report.couponId);
+      await checkInvariants(
+        sale.db,
+        report.sale.remainingInRedis!,
+        report.couponId,
+      );
     }, 150_000);
   },
 );

@@ -1,14 +1,12 @@
 import { createLockService } from '../../../test/support/lock-fixtures.js';
-import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import { runLoadTest } from '../loadtest/run-load-test.js';
 import {
   buy,
   checkInvariants,
   createCoupon,
-  startSaleBackends,
+  useSaleBackends,
   findTestPostgres,
   startApp,
-  type TestDatabase,
 } from './support/harness.js';
 
 const postgres = await findTestPostgres();
@@ -16,22 +14,12 @@ const postgres = await findTestPostgres();
 describe.skipIf(!postgres)(
   'several app instances as separate processes',
   () => {
-    let redisServer: RedisServerHandle;
-    let db: TestDatabase;
-
-    beforeAll(async () => {
-      ({ redisServer, db } = await startSaleBackends(postgres!));
-    });
-
-    afterAll(async () => {
-      await db?.drop();
-      await redisServer?.stop();
-    });
+    const sale = useSaleBackends(postgres!);
 
     it('sells a stock of 50 to exactly 50 of 500 users sending 2,000 requests over 3 instances', async () => {
       const report = await runLoadTest({
-        redisUrl: redisServer.url,
-        databaseUrl: db.url,
+        redisUrl: sale.redisServer.url,
+        databaseUrl: sale.db.url,
         instances: 3,
         couponStock: 50,
         users: 500,
@@ -77,35 +65,25 @@ describe.skipIf(!postgres)(
       }
       expect(new Set(report.instances.map((i) => i.port)).size).toBe(3);
       // The database agrees with the report, read independently.
-      await checkInvariants(db, 0, report.couponId);
+      await checkInvariants(sale.db, 0, report.couponId);
     }, 120_000);
   },
 );
 
 describe.skipIf(!postgres)('SECKILL_LOCK=off (load tests only)', () => {
-  let redisServer: RedisServerHandle;
-  let db: TestDatabase;
-
-  beforeAll(async () => {
-    ({ redisServer, db } = await startSaleBackends(postgres!));
-  });
-
-  afterAll(async () => {
-    await db?.drop();
-    await redisServer?.stop();
-  });
+  const sale = useSaleBackends(postgres!);
 
   it('sells without taking the coupon lock, and with it by default', async () => {
-    const other = createLockService(redisServer.url);
+    const other = createLockService(sale.redisServer.url);
     const [locked, unlocked] = await Promise.all([
       startApp({
-        redisUrl: redisServer.url,
-        databaseUrl: db.url,
+        redisUrl: sale.redisServer.url,
+        databaseUrl: sale.db.url,
         seckill: { waitTime: 300 },
       }),
       startApp({
-        redisUrl: redisServer.url,
-        databaseUrl: db.url,
+        redisUrl: sale.redisServer.url,
+        databaseUrl: sale.db.url,
         seckill: { waitTime: 300, lock: false },
       }),
     ]);
@@ -125,7 +103,7 @@ describe.skipIf(!postgres)('SECKILL_LOCK=off (load tests only)', () => {
       expect(late.body).toMatchObject({ code: 'SOLD_OUT' });
 
       await held.release();
-      await checkInvariants(db, 0, couponId);
+      await checkInvariants(sale.db, 0, couponId);
     } finally {
       await Promise.all([locked.close(), unlocked.close()]);
       await other.close();

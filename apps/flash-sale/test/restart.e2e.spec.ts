@@ -1,32 +1,29 @@
 import { Redis } from 'ioredis';
 import { createLockService } from '../../../test/support/lock-fixtures.js';
-import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import type { AppConfigOverrides } from '../src/config/app-config.js';
 import {
   buy,
   checkInvariants,
   createCoupon,
-  startSaleBackends,
+  useSaleBackends,
   createTestDatabase,
   findTestPostgres,
   sleep,
   startApp,
   type TestApp,
-  type TestDatabase,
 } from './support/harness.js';
 
 const postgres = await findTestPostgres();
 
 describe.skipIf(!postgres)('restarting the app', () => {
-  let redisServer: RedisServerHandle;
+  const sale = useSaleBackends(postgres!);
   let redis: Redis;
-  let db: TestDatabase;
   const running: TestApp[] = [];
 
   async function boot(config: AppConfigOverrides = {}): Promise<TestApp> {
     const app = await startApp({
-      redisUrl: redisServer.url,
-      databaseUrl: db.url,
+      redisUrl: sale.redisServer.url,
+      databaseUrl: sale.db.url,
       ...config,
     });
     running.push(app);
@@ -39,8 +36,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
   }
 
   beforeAll(async () => {
-    ({ redisServer, db } = await startSaleBackends(postgres!));
-    redis = new Redis(redisServer.url);
+    redis = new Redis(sale.redisServer.url);
     redis.on('error', () => undefined);
   });
 
@@ -50,8 +46,6 @@ describe.skipIf(!postgres)('restarting the app', () => {
 
   afterAll(async () => {
     redis?.disconnect();
-    await db?.drop();
-    await redisServer?.stop();
   });
 
   const remaining = async (couponId: number) =>
@@ -75,7 +69,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
     await buy(second.http, couponId, 'u3').expect(201);
     const soldOut = await buy(second.http, couponId, 'u4').expect(409);
     expect(soldOut.body).toMatchObject({ code: 'SOLD_OUT' });
-    await checkInvariants(db, 0, couponId);
+    await checkInvariants(sale.db, 0, couponId);
   });
 
   it('repairs Redis after a process died between the Lua script and the order insert', async () => {
@@ -94,7 +88,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
     expect(await remaining(couponId)).toBe(1);
     expect(await redis.smembers(`seckill:order:${couponId}`)).toEqual(['real']);
     await buy(second.http, couponId, 'ghost').expect(201);
-    await checkInvariants(db, 0, couponId);
+    await checkInvariants(sale.db, 0, couponId);
   });
 
   it('loads coupons whose sale is open or still to come, not ended ones', async () => {
@@ -132,7 +126,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
 
     // Another instance is in the middle of a purchase: it holds the lock and
     // its script already ran, its order insert has not happened yet.
-    const other = createLockService(redisServer.url);
+    const other = createLockService(sale.redisServer.url);
     const lock = await other.locks.acquire(`coupon:${couponId}`, {
       leaseTime: 20_000,
     });
@@ -147,7 +141,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
       await sleep(800);
       expect(started).toBe(false);
       // The other instance writes its order and lets go.
-      await db.query(
+      await sale.db.query(
         'insert into orders (coupon_id, user_id, amount_paid) values ($1, $2, $3)',
         [couponId, 'in-flight', 9.99],
       );
@@ -159,14 +153,14 @@ describe.skipIf(!postgres)('restarting the app', () => {
 
     expect(await remaining(couponId)).toBe(3);
     await buy(second.http, couponId, 'in-flight').expect(409);
-    await checkInvariants(db, 3, couponId);
+    await checkInvariants(sale.db, 3, couponId);
   });
 
   it('undoes a purchase whose insert the database cancelled for being too slow', async () => {
     // Statements get twice the backend timeout before the server cancels them.
     const app = await boot({ backendTimeout: 300 });
     const couponId = await createCoupon(app.http, { stock: 2 });
-    const blocker = await db.connect();
+    const blocker = await sale.db.connect();
     try {
       await blocker.query('begin');
       await blocker.query('lock table orders in access exclusive mode');
@@ -185,7 +179,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
       blocker.release();
     }
     await buy(app.http, couponId, 'slow').expect(201);
-    await checkInvariants(db, 1, couponId);
+    await checkInvariants(sale.db, 1, couponId);
   });
 
   it('lets instances that start together on an empty database migrate it once', async () => {
@@ -195,7 +189,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
     try {
       const apps = await Promise.all(
         [1, 2, 3].map(() =>
-          startApp({ redisUrl: redisServer.url, databaseUrl: fresh.url }),
+          startApp({ redisUrl: sale.redisServer.url, databaseUrl: fresh.url }),
         ),
       );
       running.push(...apps);

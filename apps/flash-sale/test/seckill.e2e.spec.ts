@@ -1,32 +1,28 @@
 import { Redis } from 'ioredis';
-import { type RedisServerHandle } from '../../../test/support/redis-server.js';
 import { createLockService } from '../../../test/support/lock-fixtures.js';
 import {
   buy,
   checkInvariants,
   createCoupon,
-  startSaleBackends,
+  useSaleBackends,
   findTestPostgres,
   startApp,
   type TestApp,
-  type TestDatabase,
 } from './support/harness.js';
 
 const postgres = await findTestPostgres();
 
 describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
-  let redisServer: RedisServerHandle;
+  const sale = useSaleBackends(postgres!);
   let redis: Redis;
-  let db: TestDatabase;
   let app: TestApp;
 
   beforeAll(async () => {
-    ({ redisServer, db } = await startSaleBackends(postgres!));
-    redis = new Redis(redisServer.url);
+    redis = new Redis(sale.redisServer.url);
     redis.on('error', () => undefined);
     app = await startApp({
-      redisUrl: redisServer.url,
-      databaseUrl: db.url,
+      redisUrl: sale.redisServer.url,
+      databaseUrl: sale.db.url,
       // Shorter than the default 10 s so the busy test is quick, long enough
       // for the concurrent buyers to queue without timing out on a slow machine.
       seckill: { waitTime: 1_500 },
@@ -36,8 +32,6 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
   afterAll(async () => {
     await app?.close();
     redis?.disconnect();
-    await db?.drop();
-    await redisServer?.stop();
   });
 
   const remaining = async (couponId: number) =>
@@ -51,7 +45,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
     expect(response.body).toEqual({ ok: true, orderId: expect.any(Number) });
     expect(await remaining(couponId)).toBe(2);
     expect(await redis.sismember(`seckill:order:${couponId}`, 'alice')).toBe(1);
-    const orders = await db.query(
+    const orders = await sale.db.query(
       'select id, user_id, amount_paid from orders where coupon_id = $1',
       [couponId],
     );
@@ -78,7 +72,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
       message: expect.any(String),
     });
     expect(await remaining(couponId)).toBe(4);
-    await checkInvariants(db, 4, couponId);
+    await checkInvariants(sale.db, 4, couponId);
   });
 
   it('answers 409 SOLD_OUT once the stock is gone', async () => {
@@ -90,7 +84,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
 
     expect(late.body).toMatchObject({ ok: false, code: 'SOLD_OUT' });
     expect(await remaining(couponId)).toBe(0);
-    await checkInvariants(db, 0, couponId);
+    await checkInvariants(sale.db, 0, couponId);
   });
 
   it('never oversells nor sells twice to a user under concurrent buyers', async () => {
@@ -112,10 +106,10 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
       .filter((response) => response.status === 201)
       .map((response) => response.request.getHeader('userId'));
     expect(new Set(winners).size).toBe(5);
-    const { orders } = await checkInvariants(db, 0, couponId);
+    const { orders } = await checkInvariants(sale.db, 0, couponId);
     expect(orders).toBe(5);
     // Every client that got a success has its order in the database.
-    const rows = await db.query<{ id: string }>(
+    const rows = await sale.db.query<{ id: string }>(
       'select id from orders where coupon_id = $1',
       [couponId],
     );
@@ -129,7 +123,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
 
   it('answers 429 BUSY with Retry-After when the coupon lock is not free in time', async () => {
     const couponId = await createCoupon(app.http, { stock: 5 });
-    const holder = createLockService(redisServer.url);
+    const holder = createLockService(sale.redisServer.url);
     const lock = await holder.locks.acquire(`coupon:${couponId}`, {
       leaseTime: 10_000,
     });
@@ -155,7 +149,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
   it('answers sold-out and repeat buyers without queueing for the coupon lock', async () => {
     const couponId = await createCoupon(app.http, { stock: 1 });
     await buy(app.http, couponId, 'gina').expect(201);
-    const holder = createLockService(redisServer.url);
+    const holder = createLockService(sale.redisServer.url);
     const lock = await holder.locks.acquire(`coupon:${couponId}`, {
       leaseTime: 10_000,
     });
@@ -194,7 +188,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
       expect(response.body).toMatchObject({ ok: false, code: 'NOT_ON_SALE' });
     }
     expect(
-      await db.query('select 1 from orders where user_id = $1', ['erin']),
+      await sale.db.query('select 1 from orders where user_id = $1', ['erin']),
     ).toEqual([]);
   });
 
@@ -231,7 +225,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
   it('undoes the Redis side when the order cannot be written: 503, stock and buyers restored', async () => {
     const couponId = await createCoupon(app.http, { stock: 3 });
     await buy(app.http, couponId, 'grace').expect(201);
-    await db.query('alter table orders rename to orders_away');
+    await sale.db.query('alter table orders rename to orders_away');
     try {
       const response = await buy(app.http, couponId, 'heidi').expect(503);
 
@@ -248,10 +242,10 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
         1,
       );
     } finally {
-      await db.query('alter table orders_away rename to orders');
+      await sale.db.query('alter table orders_away rename to orders');
     }
     await buy(app.http, couponId, 'heidi').expect(201);
-    await checkInvariants(db, 1, couponId);
+    await checkInvariants(sale.db, 1, couponId);
   });
 
   it('reloads a coupon that Redis lost while running, from the database', async () => {
@@ -263,7 +257,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
     await buy(app.http, couponId, 'judy').expect(201);
 
     expect(await remaining(couponId)).toBe(1);
-    await checkInvariants(db, 1, couponId);
+    await checkInvariants(sale.db, 1, couponId);
   });
 
   it('repairs Redis when the database already has the order (unique constraint)', async () => {
@@ -279,6 +273,6 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
     expect(await redis.sismember(`seckill:order:${couponId}`, 'mallory')).toBe(
       1,
     );
-    await checkInvariants(db, 2, couponId);
+    await checkInvariants(sale.db, 2, couponId);
   });
 });

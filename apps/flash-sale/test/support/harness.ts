@@ -195,3 +195,26 @@ export async function startSaleBackends(
   ]);
   return { redisServer, db };
 }
+
+/** The live handles of {@link useSaleBackends}, set once its `beforeAll` ran. */
+export interface SaleBackends {
+  redisServer: RedisServerHandle;
+  db: TestDatabase;
+}
+
+/**
+ * Starts a file's private Redis and test database before its tests and removes
+ * them after. Call it first in a `describe`: hooks registered later run after
+ * its start and before its teardown.
+ */
+export function useSaleBackends(admin: string): SaleBackends {
+  const backends = {} as SaleBackends;
+  beforeAll(async () => {
+    Object.assign(backends, await startSaleBackends(admin));
+  });
+  afterAll(async () => {
+    await backends.db?.drop();
+    await backends.redisServer?.stop();
+  });
+  return backends;
+}
