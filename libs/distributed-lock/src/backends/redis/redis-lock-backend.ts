@@ -248,9 +248,14 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
-  /** Every key a lock script may touch (one Cluster slot, thanks to the braces in `key`). */
-  private lockKeys(key: string): [string, string, string, string] {
-    return [key, `${key}:fence`, `${key}:queue`, `${key}:bypass`];
+  /** The lock, its fencing counter and its wait queue (one Cluster slot, thanks to the braces in `key`). */
+  private lockKeys(key: string): [string, string, string] {
+    return [key, `${key}:fence`, `${key}:queue`];
+  }
+
+  /** {@link lockKeys} and the queue's pass-over record, for the scripts that serve the queue. */
+  private queueKeys(key: string): [string, string, string, string] {
+    return [...this.lockKeys(key), `${key}:bypass`];
   }
 
   private wait(
@@ -383,7 +388,7 @@ export class RedisLockBackend implements LockBackend {
     | { claimed: false; holderPttl: number }
   > {
     const reply = (await this.call(
-      this.scripts.lockCancel(...this.lockKeys(key), token, entry),
+      this.scripts.lockCancel(...this.queueKeys(key), token, entry),
       'cancel',
       // It kept a lock it was handed, but nobody heard: nobody holds it.
       (late) => {
@@ -521,7 +526,7 @@ export class RedisLockBackend implements LockBackend {
   ): Promise<boolean> {
     const result = await this.call(
       this.scripts.lockRelease(
-        ...this.lockKeys(key),
+        ...this.queueKeys(key),
         token,
         this.scriptWakeList,
         this.localHandoffs,
@@ -665,11 +670,8 @@ export class RedisLockBackend implements LockBackend {
     leaseMs: number,
     waitMs: number,
   ): Promise<unknown> {
-    const [lockKey, fenceKey, queueKey] = this.lockKeys(key);
     return this.scripts.lockAcquire(
-      lockKey,
-      fenceKey,
-      queueKey,
+      ...this.lockKeys(key),
       token,
       Math.ceil(leaseMs),
       waitMs,

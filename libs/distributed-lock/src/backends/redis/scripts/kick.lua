@@ -1,4 +1,4 @@
--- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue (KEYS[4] unused)
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue
 -- ARGV the queue entries of the calling process's waiters for this lock
 -- Run by a waiting process as a safety net: when the lock expired without a
 -- release (its holder died), hand it to the next live waiter. Then tells, for
