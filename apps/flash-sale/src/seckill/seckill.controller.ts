@@ -26,12 +26,21 @@ export const SECKILL_LEASE_TIME = 30_000;
  * NOT_ON_SALE; 404 NOT_FOUND; 429 BUSY with Retry-After; 400 BAD_REQUEST;
  * 503 UNAVAILABLE.
  */
+/** The route's coupon: a positive integer naming a coupon that is on sale. */
+const SaleCouponId = () =>
+  Param('couponId', new PositiveIntPipe('couponId'), CouponOnSalePipe);
+
+type PurchaseAnswer = { ok: true; orderId: number };
+
 // Decorated so that its constructor's parameter types are emitted for both subclasses.
 @Injectable()
 abstract class SeckillRoute {
   constructor(protected readonly seckill: SeckillService) {}
 
-  protected async purchase(couponId: number, userId: string) {
+  protected async purchase(
+    couponId: number,
+    userId: string,
+  ): Promise<PurchaseAnswer> {
     const { orderId } = await this.seckill.purchase(couponId, userId);
     return { ok: true as const, orderId };
   }
@@ -49,10 +58,9 @@ export class SeckillController extends SeckillRoute {
   @HttpCode(201)
   @DistributedLock('coupon:<0>', { leaseTime: SECKILL_LEASE_TIME })
   buy(
-    @Param('couponId', new PositiveIntPipe('couponId'), CouponOnSalePipe)
-    couponId: number,
+    @SaleCouponId() couponId: number,
     @UserId() userId: string,
-  ): Promise<{ ok: true; orderId: number }> {
+  ): Promise<PurchaseAnswer> {
     return this.purchase(couponId, userId);
   }
 }
@@ -69,10 +77,9 @@ export class UnlockedSeckillController extends SeckillRoute {
   @Post(':couponId')
   @HttpCode(201)
   buy(
-    @Param('couponId', new PositiveIntPipe('couponId'), CouponOnSalePipe)
-    couponId: number,
+    @SaleCouponId() couponId: number,
     @UserId() userId: string,
-  ): Promise<{ ok: true; orderId: number }> {
+  ): Promise<PurchaseAnswer> {
     return this.purchase(couponId, userId);
   }
 }
