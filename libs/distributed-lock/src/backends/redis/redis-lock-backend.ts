@@ -7,6 +7,7 @@ import type {
   LockBusy,
   LockGrant,
 } from '../lock-backend.js';
+import { CallDeadlines } from './call-deadlines.js';
 import { defineLockScripts, type LockScriptCommands } from './lock-scripts.js';
 
 /** Options of {@link RedisLockBackend}. */
@@ -101,6 +102,7 @@ export class RedisLockBackend implements LockBackend {
   private readonly client: Redis;
   private readonly scripts: LockScriptCommands;
   private readonly commandTimeoutMs: number;
+  private readonly deadlines: CallDeadlines;
   private readonly handoffLeaseMs: number;
   private readonly localHandoffs: number;
   private readonly localHandoffWindowMs: number;
@@ -117,8 +119,9 @@ export class RedisLockBackend implements LockBackend {
   private readonly earlyHandoffs = new Map<string, number>();
   private readonly claimed = new Map<string, number>();
   private readonly checkTimers = new Map<string, NodeJS.Timeout>();
-  /** Work that may still send commands; close() lets it finish before the connection goes. */
-  private readonly inFlight = new Set<Promise<unknown>>();
+  /** Operations under way that may still send commands; close() lets them finish before the connection goes. */
+  private busy = 0;
+  private onIdle?: () => void;
   private blocking?: Redis;
   private listening = false;
   private closed = false;
@@ -132,6 +135,7 @@ export class RedisLockBackend implements LockBackend {
     this.localHandoffs = options.localHandoffs ?? defaults.localHandoffs;
     this.localHandoffWindowMs =
       options.localHandoffWindowMs ?? defaults.localHandoffWindowMs;
+    this.deadlines = new CallDeadlines(this.commandTimeoutMs);
     this.scripts = defineLockScripts(this.client);
     this.clientKeyPrefix = this.client.options?.keyPrefix ?? '';
     // 96 random bits tell processes apart; every acquire sends this name.
@@ -140,55 +144,56 @@ export class RedisLockBackend implements LockBackend {
     this.scriptWakeList = this.clientKeyPrefix + this.wakeList;
   }
 
-  acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
-    return this.track(this.acquireOnce(request));
-  }
-
-  private async acquireOnce(
-    request: AcquireRequest,
-  ): Promise<LockGrant | LockBusy> {
+  async acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
     this.assertOpen();
-    const { key, token, leaseMs } = request;
-    const id = handoffId(key, token);
-    const waitMs = request.signal?.aborted
-      ? 0
-      : Math.max(0, Math.floor(request.waitMs));
-    const startedAt = Date.now();
-
-    this.acquiring.add(id);
-    let reply: AcquireReply;
+    // Counted inline rather than through track(): this is the hot path, and
+    // a reaction on the returned promise costs more than the bookkeeping.
+    this.busy += 1;
     try {
-      reply = parseAcquireReply(
-        await this.call(
-          this.acquireScript(key, token, leaseMs, waitMs),
-          'acquire',
-          (late) => this.undoAcquire(key, token, parseAcquireReply(late)),
-        ),
-      );
-    } catch (error) {
-      this.forgetEarlyHandoff(key, token);
-      throw error;
-    } finally {
-      this.acquiring.delete(id);
-    }
+      const { key, token, leaseMs } = request;
+      const id = handoffId(key, token);
+      const waitMs = request.signal?.aborted
+        ? 0
+        : Math.max(0, Math.floor(request.waitMs));
+      const startedAt = Date.now();
 
-    if (this.closed) {
-      // close() has sent the waiters away already: neither hold nor wait now.
-      this.forgetEarlyHandoff(key, token);
-      this.undoAcquire(key, token, reply);
-      return { acquired: false };
+      this.acquiring.add(id);
+      let reply: AcquireReply;
+      try {
+        reply = parseAcquireReply(
+          await this.call(
+            this.acquireScript(key, token, leaseMs, waitMs),
+            'acquire',
+            (late) => this.undoAcquire(key, token, parseAcquireReply(late)),
+          ),
+        );
+      } catch (error) {
+        this.forgetEarlyHandoff(key, token);
+        throw error;
+      } finally {
+        this.acquiring.delete(id);
+      }
+
+      if (this.closed) {
+        // close() has sent the waiters away already: neither hold nor wait now.
+        this.forgetEarlyHandoff(key, token);
+        this.undoAcquire(key, token, reply);
+        return { acquired: false };
+      }
+      if (reply[0] === 1) {
+        // Not queued, so no hand-off was meant for this acquisition.
+        this.forgetEarlyHandoff(key, token);
+        return { acquired: true, fencingToken: Number(reply[1]), leaseMs };
+      }
+      const [, pttl, entry] = reply;
+      if (entry === undefined) {
+        this.forgetEarlyHandoff(key, token);
+        return busy(pttl);
+      }
+      return await this.wait(request, entry, startedAt + waitMs, Number(pttl));
+    } finally {
+      this.untrack();
     }
-    if (reply[0] === 1) {
-      // Not queued, so no hand-off was meant for this acquisition.
-      this.forgetEarlyHandoff(key, token);
-      return { acquired: true, fencingToken: Number(reply[1]), leaseMs };
-    }
-    const [, pttl, entry] = reply;
-    if (entry === undefined) {
-      this.forgetEarlyHandoff(key, token);
-      return busy(pttl);
-    }
-    return this.wait(request, entry, startedAt + waitMs, Number(pttl));
   }
 
   async extend(key: string, token: string, leaseMs: number): Promise<boolean> {
@@ -200,9 +205,9 @@ export class RedisLockBackend implements LockBackend {
     return Number(result) === 1;
   }
 
-  async release(key: string, token: string): Promise<boolean> {
-    this.assertOpen();
-    return this.track(this.runRelease(key, token));
+  release(key: string, token: string): Promise<boolean> {
+    if (this.closed) return Promise.reject(closedError());
+    return this.runRelease(key, token);
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -232,12 +237,12 @@ export class RedisLockBackend implements LockBackend {
     // Each is bounded by the command timeout; so is the whole wait, in case
     // late answers keep arriving.
     const patience = Date.now() + 2 * this.commandTimeoutMs;
-    while (this.inFlight.size > 0 && Date.now() < patience) {
-      await withDeadline(
-        Promise.allSettled(this.inFlight),
-        patience - Date.now(),
-      );
+    while (this.busy > 0 && Date.now() < patience) {
+      const idle = new Promise<void>((resolve) => (this.onIdle = resolve));
+      await withDeadline(idle, patience - Date.now());
     }
+    this.onIdle = undefined;
+    this.deadlines.stopWhenIdle();
     this.blocking?.disconnect();
     this.blocking = undefined;
     if (this.ownsClient) {
@@ -485,6 +490,7 @@ export class RedisLockBackend implements LockBackend {
   }
 
   private forgetEarlyHandoff(key: string, token: string): void {
+    if (this.earlyHandoffs.size === 0) return;
     const id = handoffId(key, token);
     const fencingToken = this.earlyHandoffs.get(id);
     if (fencingToken !== undefined) {
@@ -514,9 +520,7 @@ export class RedisLockBackend implements LockBackend {
    * `fencingToken`: nobody here wants that lock. Works while closing, never throws.
    */
   private giveBack(key: string, token: string, fencingToken: number): void {
-    void this.track(
-      this.runRelease(key, token, fencingToken).catch(() => false),
-    );
+    void this.runRelease(key, token, fencingToken).catch(() => false);
   }
 
   private async runRelease(
@@ -524,20 +528,25 @@ export class RedisLockBackend implements LockBackend {
     token: string,
     fencingToken?: number,
   ): Promise<boolean> {
-    const result = await this.call(
-      this.scripts.lockRelease(
-        ...this.queueKeys(key),
-        token,
-        this.scriptWakeList,
-        this.localHandoffs,
-        this.localHandoffWindowMs,
-        ...(fencingToken === undefined ? [] : [fencingToken]),
-      ),
-      'release',
-      // Applied after all: a waiter here it was handed to must still hear of it.
-      (late) => this.afterRelease(key, late),
-    );
-    return this.afterRelease(key, result);
+    this.busy += 1;
+    try {
+      const result = await this.call(
+        this.scripts.lockRelease(
+          ...this.queueKeys(key),
+          token,
+          this.scriptWakeList,
+          this.localHandoffs,
+          this.localHandoffWindowMs,
+          ...(fencingToken === undefined ? [] : [fencingToken]),
+        ),
+        'release',
+        // Applied after all: a waiter here it was handed to must still hear of it.
+        (late) => this.afterRelease(key, late),
+      );
+      return this.afterRelease(key, result);
+    } finally {
+      this.untrack();
+    }
   }
 
   private afterRelease(key: string, result: unknown): boolean {
@@ -559,12 +568,17 @@ export class RedisLockBackend implements LockBackend {
     this.claimed.set(id, now);
   }
 
+  /** Counts `work` as under way until it settles (see {@link busy}). */
   private track<T>(work: Promise<T>): Promise<T> {
-    this.inFlight.add(work);
-    const done = () => void this.inFlight.delete(work);
-    work.then(done, done);
+    this.busy += 1;
+    work.then(this.untrack, this.untrack);
     return work;
   }
+
+  private readonly untrack = (): void => {
+    this.busy -= 1;
+    if (this.busy === 0) this.onIdle?.();
+  };
 
   /**
    * Safety net for a holder that died without releasing: while anyone here
@@ -687,7 +701,7 @@ export class RedisLockBackend implements LockBackend {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new LockBackendError('The lock backend is closed');
+    if (this.closed) throw closedError();
   }
 
   /**
@@ -701,24 +715,20 @@ export class RedisLockBackend implements LockBackend {
     onLate?: (value: T) => void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
+      const deadline = this.deadlines.start(() =>
         reject(
           new LockBackendError(
             `Redis did not answer the lock ${what} within ${this.commandTimeoutMs} ms`,
           ),
-        );
-      }, this.commandTimeoutMs);
+        ),
+      );
       pending.then(
         (value) => {
-          clearTimeout(timer);
-          if (timedOut) onLate?.(value);
-          else resolve(value);
+          if (this.deadlines.settle(deadline)) resolve(value);
+          else onLate?.(value);
         },
         (error: unknown) => {
-          clearTimeout(timer);
-          if (!timedOut) {
+          if (this.deadlines.settle(deadline)) {
             reject(
               new LockBackendError(
                 `Redis lock ${what} failed: ${(error as Error)?.message ?? String(error)}`,
@@ -730,6 +740,10 @@ export class RedisLockBackend implements LockBackend {
       );
     });
   }
+}
+
+function closedError(): LockBackendError {
+  return new LockBackendError('The lock backend is closed');
 }
 
 function busy(pttl: number): LockBusy {
