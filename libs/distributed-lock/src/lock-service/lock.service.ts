@@ -199,8 +199,14 @@ export class LockService {
     await this.settings.backend.close();
   }
 
-  private async releaseHeld(held: readonly HeldKey[]): Promise<boolean> {
+  // Plain functions returning the store's promise, not async ones: each
+  // async layer adds microtask hops to every release.
+  private releaseHeld(held: readonly HeldKey[]): Promise<boolean> {
     if (held.length === 1) return this.releaseOne(held[0]);
+    return this.releaseMany(held);
+  }
+
+  private async releaseMany(held: readonly HeldKey[]): Promise<boolean> {
     const results = await Promise.allSettled(
       // Reverse order: the last key taken is the first given back.
       held.toReversed().map((h) => this.releaseOne(h)),
@@ -210,9 +216,9 @@ export class LockService {
     return results.every((r) => r.status === 'fulfilled' && r.value);
   }
 
-  private async releaseOne(held: HeldKey): Promise<boolean> {
+  private releaseOne(held: HeldKey): Promise<boolean> {
     held.holds -= 1;
-    if (held.holds > 0) return !held.lost;
+    if (held.holds > 0) return Promise.resolve(!held.lost);
     this.active.delete(held);
     return held.release();
   }

@@ -50,10 +50,8 @@ export function defineLockScripts(client: Redis | Cluster): LockScriptCommands {
     if (typeof target[commandName] !== 'function') {
       client.defineCommand(commandName, scripts[name]);
     }
-    const command = target[commandName] as (
-      ...args: unknown[]
-    ) => Promise<unknown>;
-    commands[name] = (...keysAndArgs) => command.apply(client, keysAndArgs);
+    const command = target[commandName] as LockScriptCommands[ScriptName];
+    commands[name] = command.bind(client);
   }
   return commands as LockScriptCommands;
 }

@@ -531,14 +531,7 @@ export class RedisLockBackend implements LockBackend {
     this.busy += 1;
     try {
       const result = await this.call(
-        this.scripts.lockRelease(
-          ...this.queueKeys(key),
-          token,
-          this.scriptWakeList,
-          this.localHandoffs,
-          this.localHandoffWindowMs,
-          ...(fencingToken === undefined ? [] : [fencingToken]),
-        ),
+        this.releaseScript(key, token, fencingToken),
         'release',
         // Applied after all: a waiter here it was handed to must still hear of it.
         (late) => this.afterRelease(key, late),
@@ -677,6 +670,9 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
+  // The two scripts of every lock cycle name their keys one by one: spreading
+  // lockKeys() here would build two arrays per call on the hot path.
+
   /** Runs acquire.lua: take the lock, or queue for it when `waitMs` > 0. */
   private acquireScript(
     key: string,
@@ -685,12 +681,33 @@ export class RedisLockBackend implements LockBackend {
     waitMs: number,
   ): Promise<unknown> {
     return this.scripts.lockAcquire(
-      ...this.lockKeys(key),
+      key,
+      `${key}:fence`,
+      `${key}:queue`,
       token,
       Math.ceil(leaseMs),
       waitMs,
       this.scriptWakeList,
       this.handoffLeaseMs,
+    );
+  }
+
+  /** Runs release.lua; with `fencingToken`, only while that grant is the current one. */
+  private releaseScript(
+    key: string,
+    token: string,
+    fencingToken: number | undefined,
+  ): Promise<unknown> {
+    return this.scripts.lockRelease(
+      key,
+      `${key}:fence`,
+      `${key}:queue`,
+      `${key}:bypass`,
+      token,
+      this.scriptWakeList,
+      this.localHandoffs,
+      this.localHandoffWindowMs,
+      fencingToken ?? '',
     );
   }
 

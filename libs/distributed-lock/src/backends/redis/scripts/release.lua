@@ -1,19 +1,19 @@
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] wait queue,
 -- KEYS[4] pass-over record: "<times the head was passed over>|<ms of the first pass>"
 -- ARGV[1] token, ARGV[2] the caller's wake list, ARGV[3] most local hand-offs
--- in a row, ARGV[4] how long (ms) they may go on, ARGV[5] (optional) the
--- fencing token of the grant being given back
+-- in a row, ARGV[4] how long (ms) they may go on, ARGV[5] the fencing token
+-- of the grant being given back, or '' for a plain release
 -- Compare-and-delete: only the owner's token frees the lock, so a holder whose
 -- lease ran out can never delete the lock of whoever holds it now. The freed
 -- lock goes straight to a queued waiter in the same atomic step.
--- With ARGV[5], the lock is freed only while that grant is still the current
+-- Given a fencing token, the lock is freed only while that grant is still the current
 -- one: a late hand-off message must not free a lock its token got again since.
 -- Returns 1 when released, 0 when the token no longer owned the lock, or
 -- "<token>|<fence>" when released and handed to a waiter of the caller's process.
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-if ARGV[5] and redis.call('get', KEYS[2]) ~= ARGV[5] then
+if ARGV[5] ~= '' and redis.call('get', KEYS[2]) ~= ARGV[5] then
   return 0
 end
 redis.call('del', KEYS[1])
