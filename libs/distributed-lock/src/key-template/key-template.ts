@@ -148,6 +148,10 @@ export function compileLockKeys(
     description: descriptions.join(', '),
     highestArgumentIndex,
     resolve(args: readonly unknown[]): string[] {
+      if (builders.length === 1) {
+        const keys = builders[0](args);
+        return keys.length === 1 ? keys : [...new Set(keys)];
+      }
       const keys = new Set<string>();
       for (const build of builders) {
         for (const key of build(args)) keys.add(key);

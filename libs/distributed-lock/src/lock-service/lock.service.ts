@@ -180,14 +180,15 @@ export class LockService {
   }
 
   /** @internal Releases without throwing; used where a failed release must not mask the result. */
-  async releaseQuietly(handle: LockHandle): Promise<void> {
-    try {
-      await handle.release();
-    } catch (error) {
-      this.logger.warn(
-        `Releasing ${handle.keys.join(', ')} failed (${(error as Error).message}); it ends with its lease`,
-      );
-    }
+  releaseQuietly(handle: LockHandle): Promise<void> {
+    return handle.release().then(
+      () => undefined,
+      (error: unknown) => {
+        this.logger.warn(
+          `Releasing ${handle.keys.join(', ')} failed (${(error as Error).message}); it ends with its lease`,
+        );
+      },
+    );
   }
 
   /** Stops every watchdog and closes the backend. Held locks end with their leases. */
@@ -240,6 +241,8 @@ export class LockService {
   private canonicalKeys(keyOrKeys: string | readonly string[]): string[] {
     if (typeof keyOrKeys === 'string')
       return [validateLockKey(keyOrKeys, this.settings.maxKeyLength)];
+    if (keyOrKeys.length === 1)
+      return [validateLockKey(keyOrKeys[0], this.settings.maxKeyLength)];
     const keys = [...keyOrKeys];
     if (keys.length === 0)
       throw new RangeError('acquire() needs at least one key');
