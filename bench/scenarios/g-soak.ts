@@ -211,7 +211,7 @@ export async function runSoak(ctx: BenchContext): Promise<SoakResult> {
   };
 }
 
-/** Reads the sizes of private collections; missing ones are left out. */
+/** Reads the sizes of private collections and counters; missing ones are left out. */
 function internals(locks: LockService): Record<string, number> {
   const sizes: Record<string, number> = {};
   const read = (owner: unknown, names: string[], prefix: string) => {
@@ -220,6 +220,10 @@ function internals(locks: LockService): Record<string, number> {
       const value = (owner as Record<string, unknown>)[name];
       if (value instanceof Map || value instanceof Set) {
         sizes[`${prefix}${name}`] = value.size;
+      } else if (Array.isArray(value)) {
+        sizes[`${prefix}${name}`] = value.length;
+      } else if (typeof value === 'number') {
+        sizes[`${prefix}${name}`] = value;
       }
     }
   };
@@ -235,9 +239,14 @@ function internals(locks: LockService): Record<string, number> {
       'earlyHandoffs',
       'claimed',
       'checkTimers',
-      'inFlight',
+      'busy',
     ],
     'backend.',
+  );
+  read(
+    (backend as Record<string, unknown> | undefined)?.deadlines,
+    ['queue'],
+    'backend.deadlines.',
   );
   // Listeners on the backend's ioredis connections (a leak would pile up here).
   for (const name of ['client', 'blocking']) {
