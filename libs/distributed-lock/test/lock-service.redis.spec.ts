@@ -231,6 +231,30 @@ describe('waiting', () => {
     await next.release();
   });
 
+  it('lets the waiter it hands the lock to in this process run before the releaser goes on', async () => {
+    const locks = service();
+    const holder = await locks.acquire('next-first');
+    const order: string[] = [];
+    const waiting = locks
+      .acquire('next-first', { waitTime: 10_000 })
+      .then(async (handle) => {
+        order.push('new holder starts');
+        // A few steps of its own work, as the next request under the lock.
+        for (let step = 0; step < 10; step++) await Promise.resolve();
+        order.push('new holder is still going');
+        return handle;
+      });
+    await sleep(100);
+    await holder.release();
+    order.push('releaser goes on');
+    expect(order).toEqual([
+      'new holder starts',
+      'new holder is still going',
+      'releaser goes on',
+    ]);
+    await (await waiting).release();
+  });
+
   it('serves waiters across processes in arrival order', async () => {
     const holderLocks = service();
     const others = [service(), service(), service()];

@@ -536,7 +536,14 @@ export class RedisLockBackend implements LockBackend {
         // Applied after all: a waiter here it was handed to must still hear of it.
         (late) => this.afterRelease(key, late),
       );
-      return this.afterRelease(key, result);
+      const released = this.afterRelease(key, result);
+      if (typeof result === 'string') {
+        // Handed to a waiter here: let the new holder run on before the
+        // releaser does. Its work is what the other waiters wait for; the
+        // releaser's (often queueing again) is not.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      return released;
     } finally {
       this.untrack();
     }
