@@ -146,54 +146,60 @@ export class RedisLockBackend implements LockBackend {
 
   async acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
     this.assertOpen();
-    // Counted inline rather than through track(): this is the hot path, and
-    // a reaction on the returned promise costs more than the bookkeeping.
+    // Counted here rather than through track(): this is the hot path, and a
+    // reaction on the returned promise costs more than the bookkeeping.
     this.busy += 1;
     try {
-      const { key, token, leaseMs } = request;
-      const id = handoffId(key, token);
-      const waitMs = request.signal?.aborted
-        ? 0
-        : Math.max(0, Math.floor(request.waitMs));
-      const startedAt = Date.now();
-
-      this.acquiring.add(id);
-      let reply: AcquireReply;
-      try {
-        reply = parseAcquireReply(
-          await this.call(
-            this.acquireScript(key, token, leaseMs, waitMs),
-            'acquire',
-            (late) => this.undoAcquire(key, token, parseAcquireReply(late)),
-          ),
-        );
-      } catch (error) {
-        this.forgetEarlyHandoff(key, token);
-        throw error;
-      } finally {
-        this.acquiring.delete(id);
-      }
-
-      if (this.closed) {
-        // close() has sent the waiters away already: neither hold nor wait now.
-        this.forgetEarlyHandoff(key, token);
-        this.undoAcquire(key, token, reply);
-        return { acquired: false };
-      }
-      if (reply[0] === 1) {
-        // Not queued, so no hand-off was meant for this acquisition.
-        this.forgetEarlyHandoff(key, token);
-        return { acquired: true, fencingToken: Number(reply[1]), leaseMs };
-      }
-      const [, pttl, entry] = reply;
-      if (entry === undefined) {
-        this.forgetEarlyHandoff(key, token);
-        return busy(pttl);
-      }
-      return await this.wait(request, entry, startedAt + waitMs, Number(pttl));
+      return await this.acquireOrWait(request);
     } finally {
       this.untrack();
     }
+  }
+
+  private async acquireOrWait(
+    request: AcquireRequest,
+  ): Promise<LockGrant | LockBusy> {
+    const { key, token, leaseMs } = request;
+    const id = handoffId(key, token);
+    const waitMs = request.signal?.aborted
+      ? 0
+      : Math.max(0, Math.floor(request.waitMs));
+    const startedAt = Date.now();
+
+    this.acquiring.add(id);
+    let reply: AcquireReply;
+    try {
+      reply = parseAcquireReply(
+        await this.call(
+          this.acquireScript(key, token, leaseMs, waitMs),
+          'acquire',
+          (late) => this.undoAcquire(key, token, parseAcquireReply(late)),
+        ),
+      );
+    } catch (error) {
+      this.forgetEarlyHandoff(key, token);
+      throw error;
+    } finally {
+      this.acquiring.delete(id);
+    }
+
+    if (this.closed) {
+      // close() has sent the waiters away already: neither hold nor wait now.
+      this.forgetEarlyHandoff(key, token);
+      this.undoAcquire(key, token, reply);
+      return { acquired: false };
+    }
+    if (reply[0] === 1) {
+      // Not queued, so no hand-off was meant for this acquisition.
+      this.forgetEarlyHandoff(key, token);
+      return { acquired: true, fencingToken: Number(reply[1]), leaseMs };
+    }
+    const [, pttl, entry] = reply;
+    if (entry === undefined) {
+      this.forgetEarlyHandoff(key, token);
+      return busy(pttl);
+    }
+    return this.wait(request, entry, startedAt + waitMs, Number(pttl));
   }
 
   async extend(key: string, token: string, leaseMs: number): Promise<boolean> {
