@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { LockBackendError } from '../../errors/lock-errors.js';
 import type {
@@ -75,6 +76,12 @@ type AcquireReply = [1, number] | [0, number, string?];
 function parseAcquireReply(raw: unknown): AcquireReply {
   return Array.isArray(raw) ? (raw as [0, number, string?]) : [1, Number(raw)];
 }
+
+// A lock's bookkeeping keys sit beside it, in its Cluster slot (the braces in
+// `key`): the fencing counter, the wait queue and the queue's pass-over record.
+const fenceKey = (key: string) => `${key}:fence`;
+const queueKey = (key: string) => `${key}:queue`;
+const bypassKey = (key: string) => `${key}:bypass`;
 
 /**
  * Identifies one waiting acquisition: a multi-key acquisition uses one token
@@ -259,14 +266,14 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
-  /** The lock, its fencing counter and its wait queue (one Cluster slot, thanks to the braces in `key`). */
+  /** The lock, its fencing counter and its wait queue. */
   private lockKeys(key: string): [string, string, string] {
-    return [key, `${key}:fence`, `${key}:queue`];
+    return [key, fenceKey(key), queueKey(key)];
   }
 
   /** {@link lockKeys} and the queue's pass-over record, for the scripts that serve the queue. */
   private queueKeys(key: string): [string, string, string, string] {
-    return [...this.lockKeys(key), `${key}:bypass`];
+    return [key, fenceKey(key), queueKey(key), bypassKey(key)];
   }
 
   private wait(
@@ -431,7 +438,7 @@ export class RedisLockBackend implements LockBackend {
           this.onWakeMessage(popped[1]);
           // Let the woken holder run (and send its own commands) before the
           // next pop is written: under contention it is on the critical path.
-          await new Promise((resolve) => setImmediate(resolve));
+          await nextTurn();
         }
       } catch {
         if (this.closed) break;
@@ -547,7 +554,7 @@ export class RedisLockBackend implements LockBackend {
         // Handed to a waiter here: let the new holder run on before the
         // releaser does. Its work is what the other waiters wait for; the
         // releaser's (often queueing again) is not.
-        await new Promise((resolve) => setImmediate(resolve));
+        await nextTurn();
       }
       return released;
     } finally {
@@ -683,8 +690,8 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
-  // The two scripts of every lock cycle name their keys one by one: spreading
-  // lockKeys() here would build two arrays per call on the hot path.
+  // The two scripts of every lock cycle pass their keys one by one: spreading
+  // lockKeys() here would build arrays per call on the hot path.
 
   /** Runs acquire.lua: take the lock, or queue for it when `waitMs` > 0. */
   private acquireScript(
@@ -695,8 +702,8 @@ export class RedisLockBackend implements LockBackend {
   ): Promise<unknown> {
     return this.scripts.lockAcquire(
       key,
-      `${key}:fence`,
-      `${key}:queue`,
+      fenceKey(key),
+      queueKey(key),
       token,
       Math.ceil(leaseMs),
       waitMs,
@@ -713,9 +720,9 @@ export class RedisLockBackend implements LockBackend {
   ): Promise<unknown> {
     return this.scripts.lockRelease(
       key,
-      `${key}:fence`,
-      `${key}:queue`,
-      `${key}:bypass`,
+      fenceKey(key),
+      queueKey(key),
+      bypassKey(key),
       token,
       this.scriptWakeList,
       this.localHandoffs,
