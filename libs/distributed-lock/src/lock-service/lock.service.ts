@@ -239,10 +239,15 @@ export class LockService {
   }
 
   private canonicalKeys(keyOrKeys: string | readonly string[]): string[] {
-    if (typeof keyOrKeys === 'string')
-      return [validateLockKey(keyOrKeys, this.settings.maxKeyLength)];
-    if (keyOrKeys.length === 1)
-      return [validateLockKey(keyOrKeys[0], this.settings.maxKeyLength)];
+    // One key (the common case) needs no sorting or deduplication.
+    const single =
+      typeof keyOrKeys === 'string'
+        ? keyOrKeys
+        : keyOrKeys.length === 1
+          ? keyOrKeys[0]
+          : undefined;
+    if (single !== undefined)
+      return [validateLockKey(single, this.settings.maxKeyLength)];
     const keys = [...keyOrKeys];
     if (keys.length === 0)
       throw new RangeError('acquire() needs at least one key');

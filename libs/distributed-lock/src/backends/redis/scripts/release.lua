@@ -6,8 +6,9 @@
 -- Compare-and-delete: only the owner's token frees the lock, so a holder whose
 -- lease ran out can never delete the lock of whoever holds it now. The freed
 -- lock goes straight to a queued waiter in the same atomic step.
--- Given a fencing token, the lock is freed only while that grant is still the current
--- one: a late hand-off message must not free a lock its token got again since.
+-- Given a fencing token, the lock is freed only while that grant is still the
+-- current one: a late hand-off message must not free a lock its token got
+-- again since.
 -- Returns 1 when released, 0 when the token no longer owned the lock, or
 -- "<token>|<fence>" when released and handed to a waiter of the caller's process.
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
