@@ -12,6 +12,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import {
   LockBackendError,
+  LockLostError,
   LockNotAcquiredError,
   LockService,
   RedisLockBackend,
@@ -317,9 +318,10 @@ describe('late answers and lost wake-ups', () => {
     // The token holds the key anew (say it was queued again after an earlier
     // hand-off lapsed); the message of that earlier hand-off arrives only now.
     const held = await s.locks.acquire('stale:k');
+    const heldFence = await held.fence();
     await redis.rpush(
       wakeList,
-      `${held.token}|${held.fencingToken - 1}|lock:{stale:k}`,
+      `${held.token}|${heldFence - 1}|lock:{stale:k}`,
     );
     await eventually(async () => (await redis.llen(wakeList)) === 0);
     await sleep(100);
@@ -397,6 +399,72 @@ async function handOffOrder(
   expect(await redis.keys(`lock:{${key}}*`)).toEqual([`lock:{${key}}:fence`]);
   return order;
 }
+
+describe('the uncontended path (a bare SET NX PX)', () => {
+  const setCalls = async () =>
+    Number(
+      /cmdstat_set:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ??
+        0,
+    );
+
+  it('gives back a lock whose SET was answered after the acquisition timed out', async () => {
+    const s = open({ commandTimeoutMs: 200 });
+    const setsBefore = await setCalls();
+    await redis.call('CLIENT', 'PAUSE', '500', 'WRITE');
+    await expect(
+      s.locks.acquire('late-set', { waitTime: 0 }),
+    ).rejects.toBeInstanceOf(LockBackendError);
+    await eventually(async () => (await setCalls()) > setsBefore);
+    // Taken by the late SET, then freed at once rather than at its lease's end.
+    await eventually(async () => (await redis.exists('lock:{late-set}')) === 0);
+    const next = await open().locks.acquire('late-set', { waitTime: 0 });
+    expect(await next.release()).toBe(true);
+  });
+
+  it('may let a newcomer take a lock whose holder died ahead of the queue, which its release then serves', async () => {
+    const dying = open();
+    const queued = open();
+    const newcomer = open();
+    await dying.locks.acquire('orphan');
+    const waiting = queued.locks.acquire('orphan', { waitTime: 5_000 });
+    await eventually(async () => (await queueLength('orphan')) === 1);
+    // The holder died and its lease ran out, before the waiter's safety check.
+    await redis.del('lock:{orphan}');
+    const taken = await newcomer.locks.acquire('orphan', { waitTime: 0 });
+    expect(await queueLength('orphan')).toBe(1);
+    const released = performance.now();
+    await taken.release();
+    const next = await waiting;
+    expect(performance.now() - released).toBeLessThan(300);
+    expect(await redis.get('lock:{orphan}')).toBe(next.token);
+    await next.release();
+  });
+
+  it('is skipped for a while for a key found busy: such a key queues in one round trip', async () => {
+    const s = open();
+    const rival = open();
+    const blocker = await rival.locks.acquire('hot-key');
+    expect(await s.locks.tryAcquire('hot-key')).toBeNull();
+    const monitor = await redis.monitor();
+    const sent: string[] = [];
+    // Commands run inside scripts are reported too; keep what clients sent.
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (!source.includes('lua')) sent.push(args.join(' ').toLowerCase());
+    });
+    const waiting = s.locks.acquire('hot-key', { waitTime: 5_000 });
+    await eventually(async () => (await queueLength('hot-key')) === 1);
+    await blocker.release();
+    await (await waiting).release();
+    const again = await s.locks.acquire('hot-key', { waitTime: 0 });
+    await again.release();
+    await (await s.locks.acquire('cold-key')).release();
+    await eventually(() => sent.some((c) => c.includes('cold-key')));
+    monitor.disconnect();
+    expect(sent.filter((c) => c.startsWith('set '))).toEqual([
+      expect.stringMatching(/^set lock:\{cold-key\} /),
+    ]);
+  });
+});
 
 describe('local hand-offs (lock cohorting)', () => {
   // Waiters in the releasing process may pass the oldest waiter (in another
@@ -478,11 +546,12 @@ describe('client key prefix and script cache', () => {
     await holder.release();
     const first = await local;
     expect(performance.now() - started).toBeLessThan(300);
+    const firstFence = await first.fence();
     started = performance.now();
     await first.release();
     const second = await remote;
     expect(performance.now() - started).toBeLessThan(300);
-    expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+    expect(await second.fence()).toBeGreaterThan(firstFence);
     await second.release();
     expect(await redis.keys('lock:*')).toEqual([]);
     expect(await redis.exists('app:lock:{pfx}')).toBe(0);
@@ -492,17 +561,19 @@ describe('client key prefix and script cache', () => {
     const a = open();
     const b = open();
     const holder = await a.locks.acquire('noscript');
+    const holderFence = await holder.fence();
     const waiting = b.locks.acquire('noscript', { waitTime: 5_000 });
     await eventually(async () => (await queueLength('noscript')) === 1);
     await redis.script('FLUSH');
     await holder.release();
     const next = await waiting;
+    const nextFence = await next.fence();
     await redis.script('FLUSH');
     expect(await next.release()).toBe(true);
     await redis.script('FLUSH');
     const again = await a.locks.acquire('noscript', { waitTime: 0 });
-    expect(again.fencingToken).toBeGreaterThan(next.fencingToken);
-    expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
+    expect(await again.fence()).toBeGreaterThan(nextFence);
+    expect(nextFence).toBeGreaterThan(holderFence);
     await again.release();
   });
 });
@@ -524,9 +595,9 @@ describe('killed processes and restarts', () => {
       waits.push(
         s.locks.using(
           'killed-holder',
-          (lock) => {
+          async (lock) => {
             order.push(index);
-            fences.push(lock.fencingToken);
+            fences.push(await lock.fence());
           },
           { waitTime: 5_000 },
         ),
@@ -601,7 +672,7 @@ describe('killed processes and restarts', () => {
       let last = 0;
       for (let i = 0; i < 3; i++) {
         const handle = await locks.acquire('fence-restart');
-        last = handle.fencingToken;
+        last = await handle.fence();
         await handle.release();
       }
       await own.restart();
@@ -612,7 +683,7 @@ describe('killed processes and restarts', () => {
           .catch(() => undefined);
         return after !== undefined;
       });
-      expect(after?.fencingToken).toBeGreaterThan(last);
+      expect(await after?.fence()).toBeGreaterThan(last);
     } finally {
       await own.stop();
     }
@@ -735,13 +806,23 @@ async function stress(options: StressOptions): Promise<StressResult> {
         result.overdue.push({ waitTime, tookMs });
     }
     result.acquired++;
+    let fences: ReadonlyMap<string, number>;
+    try {
+      fences = await handle.fences();
+    } catch (error) {
+      // Lost before its token was issued (Redis restarted): it gets none.
+      if (error instanceof LockBackendError) result.backendErrors++;
+      else if (!(error instanceof LockLostError)) result.unexpected.push(error);
+      await handle.release().catch(() => undefined);
+      return;
+    }
     const at = performance.now();
     for (const key of keys) {
       if ((inside.get(key) ?? 0) > 0) result.violations.push({ key, at });
       inside.set(key, (inside.get(key) ?? 0) + 1);
       let seen = result.fences.get(key);
       if (!seen) result.fences.set(key, (seen = []));
-      seen.push({ fence: handle.fencingTokens.get(key) ?? -1, at });
+      seen.push({ fence: fences.get(key) ?? -1, at });
     }
     const hold = Math.floor(Math.random() * 4);
     await (hold === 0 ? Promise.resolve() : sleep(hold));

@@ -85,31 +85,41 @@ describe('mutual exclusion', () => {
 });
 
 describe('scripts', () => {
-  it('runs every verb by EVALSHA and recovers from a flushed script cache (NOSCRIPT)', async () => {
+  it('takes a free lock with one SET NX PX, runs the other verbs by EVALSHA, and recovers from a flushed script cache (NOSCRIPT)', async () => {
     const locks = service();
     const monitor = await redis.monitor();
     const commands: string[] = [];
     // Commands run inside scripts are reported too; keep what clients sent.
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (!source.includes('lua')) commands.push(args[0].toLowerCase());
+      if (!source.includes('lua')) commands.push(args.join(' ').toLowerCase());
     });
-    await locks.using('scripted', () => undefined);
+    const cycle = () =>
+      locks.using('scripted', async (lock) => void (await lock.fence()));
+    await cycle();
     await redis.script('FLUSH');
-    await locks.using('scripted', () => undefined);
-    await locks.using('scripted', () => undefined);
-    await locks.using('scripted', () => undefined);
-    // 4 acquire/release pairs, the flush and two EVALSHAs refused with NOSCRIPT,
-    // as MONITOR reports them (asynchronously).
-    await eventually(() => commands.length >= 11);
+    await cycle();
+    await cycle();
+    await cycle();
+    // 4 cycles of SET + fence + release, the flush, and two EVALSHAs refused
+    // with NOSCRIPT and sent again by EVAL, as MONITOR reports them
+    // (asynchronously).
+    await eventually(() => commands.length >= 15);
     monitor.disconnect();
-    expect(commands).not.toContain('set');
-    expect(commands).not.toContain('del');
+    const verbs = commands.map((command) => command.split(' ')[0]);
+    expect(commands.filter((c) => c.startsWith('set '))).toHaveLength(4);
+    for (const set of commands.filter((c) => c.startsWith('set ')))
+      expect(set).toMatch(/^set lock:\{scripted\} \S+ px \d+ nx$/);
+    expect(verbs).not.toContain('del');
     // After the flush the scripts are sent again once (EVAL after NOSCRIPT)...
-    expect(commands.slice(commands.indexOf('script'))).toContain('eval');
+    expect(
+      verbs.slice(verbs.indexOf('script')).filter((v) => v === 'eval'),
+    ).toHaveLength(2);
     // ...and from then on referred to by their SHA only.
-    expect(commands.slice(-4)).toEqual([
+    expect(verbs.slice(-6)).toEqual([
+      'set',
       'evalsha',
       'evalsha',
+      'set',
       'evalsha',
       'evalsha',
     ]);
@@ -303,6 +313,7 @@ describe('waiting', () => {
     const holderLocks = service();
     const survivor = service({ handoffLeaseMs });
     const holder = await holderLocks.acquire('dead-waiter');
+    const holderFence = await holder.fence();
     const doomed = spawnTs('test/support/workers/queued-waiter.ts', [
       server.url,
       'dead-waiter',
@@ -324,7 +335,7 @@ describe('waiting', () => {
     const handle = await survivorGot;
     // Handed first to the dead waiter, whose short hand-off lease then lapses.
     expect(performance.now() - started).toBeLessThan(handoffLeaseMs * 4);
-    expect(handle.fencingToken).toBeGreaterThan(holder.fencingToken);
+    expect(await handle.fence()).toBeGreaterThan(holderFence);
     await handle.release();
   });
 });
@@ -336,7 +347,7 @@ describe('reentrancy', () => {
       const inner = await locks.acquire('re', { waitTime: 0 });
       expect(inner.reentrant).toBe(true);
       expect(inner.token).toBe(outer.token);
-      expect(inner.fencingToken).toBe(outer.fencingToken);
+      expect(await inner.fence()).toBe(await outer.fence());
       expect(await inner.release()).toBe(true);
       expect(await locks.isLocked('re')).toBe(true);
       await locks.using('re', async () => {
@@ -377,18 +388,18 @@ describe('fencing tokens', () => {
     const locks = service();
     const seen: number[] = [];
     const first = await locks.acquire('fence', { leaseTime: 100 });
-    seen.push(first.fencingToken);
+    seen.push(await first.fence());
     await sleep(150);
     const waiters = [1, 2, 3].map(() =>
       locks.using('fence', async (lock) => {
-        seen.push(lock.fencingToken);
+        seen.push(await lock.fence());
         await sleep(5);
       }),
     );
     await Promise.all(waiters);
     const other = await locks.acquire('another-key');
     // Per key: another key's tokens are unrelated, but also above every earlier one.
-    expect(other.fencingToken).toBeGreaterThan(0);
+    expect(await other.fence()).toBeGreaterThan(0);
     expect(seen).toHaveLength(4);
     for (let i = 1; i < seen.length; i++)
       expect(seen[i]).toBeGreaterThan(seen[i - 1]);
@@ -401,7 +412,7 @@ describe('fencing tokens', () => {
     const tokens: number[] = [];
     for (let i = 0; i < 3; i++) {
       const handle = await locks.acquire('fence-seed');
-      tokens.push(handle.fencingToken);
+      tokens.push(await handle.fence());
       await handle.release();
     }
     expect(tokens[0]).toBeGreaterThanOrEqual(clockUs);
@@ -414,23 +425,27 @@ describe('fencing tokens', () => {
     const locks = service();
     const counter = 'lock:{fence-gone}:fence';
     const first = await locks.acquire('fence-gone');
+    const firstFence = await first.fence();
     await first.release();
     // The counter expired (or Redis lost it) while the lock was idle.
     await redis.del(counter);
     const afterLoss = await locks.acquire('fence-gone');
+    const afterLossFence = await afterLoss.fence();
     await afterLoss.release();
     // A counter created by a bare INCR (for instance after it expired while a
     // waiter's script ran) holds a small number: it must be re-seeded.
     await redis.set(counter, '7');
     const afterReset = await locks.acquire('fence-gone');
+    const afterResetFence = await afterReset.fence();
     await afterReset.release();
-    expect(afterLoss.fencingToken).toBeGreaterThan(first.fencingToken);
-    expect(afterReset.fencingToken).toBeGreaterThan(afterLoss.fencingToken);
+    expect(afterLossFence).toBeGreaterThan(firstFence);
+    expect(afterResetFence).toBeGreaterThan(afterLossFence);
   });
 
   it('rise across a hand-off from an unseeded counter too', async () => {
     const locks = service();
     const holder = await locks.acquire('fence-handoff');
+    const holderFence = await holder.fence();
     await redis.set('lock:{fence-handoff}:fence', '3');
     const waiter = locks.acquire('fence-handoff', { waitTime: 5_000 });
     await eventually(
@@ -438,8 +453,54 @@ describe('fencing tokens', () => {
     );
     await holder.release();
     const next = await waiter;
+    const nextFence = await next.fence();
     await next.release();
-    expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
+    expect(nextFence).toBeGreaterThan(holderFence);
+  });
+});
+
+describe('fencing tokens on demand', () => {
+  it('cost nothing for a lock that never asks for one', async () => {
+    const locks = service();
+    await locks.using('no-fence', () => undefined);
+    expect(await redis.exists('lock:{no-fence}:fence')).toBe(0);
+  });
+
+  it('are issued only to the holder: not after the lease ran out, nor after release', async () => {
+    const locks = service();
+    const late = await locks.acquire('fence-late', { leaseTime: 100 });
+    await sleep(150);
+    const next = await locks.acquire('fence-late', { waitTime: 0 });
+    const nextFence = await next.fence();
+    await expect(late.fence()).rejects.toBeInstanceOf(LockLostError);
+    expect(late.lost).toBe(true);
+    // The refused request issued nothing.
+    expect(Number(await redis.get('lock:{fence-late}:fence'))).toBe(nextFence);
+    await next.release();
+    await expect(next.fence()).resolves.toBe(nextFence);
+    const released = await locks.acquire('fence-late');
+    await released.release();
+    await expect(released.fence()).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it('issue one token per hold however many ask at once, and a lock handed over from the queue brings its own', async () => {
+    const locks = service();
+    const holder = await locks.acquire('fence-once');
+    const asked = await Promise.all([holder.fence(), holder.fence()]);
+    expect(asked[1]).toBe(asked[0]);
+    const counter = 'lock:{fence-once}:fence';
+    expect(Number(await redis.get(counter))).toBe(asked[0]);
+    const waiter = service().acquire('fence-once', { waitTime: 5_000 });
+    await eventually(
+      async () => (await redis.llen('lock:{fence-once}:queue')) === 1,
+    );
+    await holder.release();
+    const next = await waiter;
+    const handedFence = Number(await redis.get(counter));
+    expect(handedFence).toBeGreaterThan(asked[0]);
+    expect(await next.fence()).toBe(handedFence);
+    expect(Number(await redis.get(counter))).toBe(handedFence);
+    await next.release();
   });
 });
 
@@ -455,7 +516,7 @@ describe('multi-key', () => {
     await blocker.release();
     const all = await locks.acquire(['m:c', 'm:a', 'm:b']);
     expect(all.keys).toEqual(['m:a', 'm:b', 'm:c']);
-    expect([...all.fencingTokens.keys()]).toEqual(['m:a', 'm:b', 'm:c']);
+    expect([...(await all.fences()).keys()]).toEqual(['m:a', 'm:b', 'm:c']);
     await all.release();
     expect(await redis.exists('lock:{m:a}', 'lock:{m:b}', 'lock:{m:c}')).toBe(
       0,

@@ -36,7 +36,7 @@ while (
 for (let i = 0; i < iterations; i++) {
   if (mode === 'lock') {
     await locks.using('counter', async (lock) => {
-      fencingTokens.push(lock.fencingToken);
+      fencingTokens.push(await lock.fence());
       await increment();
     });
   } else {

@@ -32,6 +32,12 @@ export interface LockBackend {
    */
   release(key: string, token: string): Promise<boolean>;
 
+  /**
+   * Issues the next fencing token of `key` if `token` still holds it, atomically
+   * with that check. Resolves undefined, and issues nothing, when it does not.
+   */
+  fence(key: string, token: string): Promise<number | undefined>;
+
   /** Whether anyone holds `key` right now. */
   isLocked(key: string): Promise<boolean>;
 
@@ -54,8 +60,13 @@ export interface AcquireRequest {
 
 export interface LockGrant {
   readonly acquired: true;
-  /** Strictly increasing per key across all owners, kept by the store. */
-  readonly fencingToken: number;
+  /**
+   * The grant's fencing token, when the backend issued one with it (a lock
+   * handed over from the queue carries one). Otherwise the holder asks
+   * {@link LockBackend.fence} if and when it needs one. Strictly increasing
+   * per key across all owners, kept by the store.
+   */
+  readonly fencingToken?: number;
   /**
    * The lease actually set, in milliseconds. A backend may grant a shorter
    * lease than requested (a lock handed to a queued waiter is granted briefly,

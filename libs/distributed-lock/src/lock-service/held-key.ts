@@ -16,7 +16,8 @@ export interface HeldKeyInit {
   readonly scopeKey: string;
   readonly storeKey: string;
   readonly token: string;
-  readonly fencingToken: number;
+  /** When the backend issued one with the grant. */
+  readonly fencingToken?: number;
   readonly policy: LeasePolicy;
   /** Lease the backend actually set; may be shorter than the policy's. */
   readonly grantedLeaseMs: number;
@@ -36,7 +37,8 @@ export class HeldKey {
   readonly scopeKey: string;
   readonly storeKey: string;
   readonly token: string;
-  readonly fencingToken: number;
+  /** Issued with the grant or by {@link fence}; undefined until then. */
+  fencingToken?: number;
   readonly policy: LeasePolicy;
   /** Local estimate of when the lease ends (ms since epoch). */
   expiresAt: number;
@@ -45,6 +47,8 @@ export class HeldKey {
   /** Created on first use of {@link signal}: most holds never look at it. */
   private controller?: AbortController;
   private lostWith?: LockLostError;
+  /** A fence request under way, shared by concurrent callers. */
+  private fencing?: Promise<number>;
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private readonly backend: LockBackend;
@@ -89,6 +93,37 @@ export class HeldKey {
 
   get lost(): boolean {
     return this.lostWith !== undefined;
+  }
+
+  /**
+   * This hold's fencing token, issued by the store on first use unless the
+   * grant brought one. Rejects with `LockLostError` when the lock is no longer
+   * ours: a holder whose lease ran out never gets a token.
+   */
+  fence(): Promise<number> {
+    if (this.fencingToken !== undefined)
+      return Promise.resolve(this.fencingToken);
+    this.fencing ??= this.issueFence().finally(() => {
+      this.fencing = undefined;
+    });
+    return this.fencing;
+  }
+
+  private async issueFence(): Promise<number> {
+    if (this.lostWith) throw this.lostWith;
+    if (this.holds <= 0 || this.stopped) {
+      throw new LockLostError(
+        this.name,
+        `Lock "${this.name}" is no longer held: a fencing token is issued only to its holder`,
+      );
+    }
+    const fence = await this.backend.fence(this.storeKey, this.token);
+    if (fence === undefined) {
+      this.markLost('taken-over');
+      throw this.lostWith;
+    }
+    this.fencingToken = fence;
+    return fence;
   }
 
   /** Sets the remaining lease to `leaseMs`; false (and lost) when the lock is no longer ours. */

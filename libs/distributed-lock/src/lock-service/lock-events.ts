@@ -13,7 +13,8 @@ export interface LockLostEvent {
   readonly key: string;
   /** The owner token of the lost hold. */
   readonly token: string;
-  readonly fencingToken: number;
+  /** The hold's fencing token, if one had been issued. */
+  readonly fencingToken?: number;
   readonly reason: LockLostReason;
 }
 

@@ -10,12 +10,6 @@ export class LockHandle {
   readonly keys: readonly string[];
   /** The random owner token of this acquisition (shared by reentrant holds). */
   readonly token: string;
-  /**
-   * Fencing token of the first key: a number that strictly increases with every
-   * new acquisition of that key, by anyone. Pass it to the resource you protect
-   * and let it reject writes carrying a smaller number than it has seen.
-   */
-  readonly fencingToken: number;
   private combinedSignal?: AbortSignal;
   /** True when this hold joined a lock the same call chain already held. */
   readonly reentrant: boolean;
@@ -30,13 +24,28 @@ export class LockHandle {
   ) {
     this.keys = held.map((h) => h.name);
     this.token = held[0].token;
-    this.fencingToken = held[0].fencingToken;
     this.reentrant = reentrant;
   }
 
-  /** Fencing token per key. */
-  get fencingTokens(): ReadonlyMap<string, number> {
-    return new Map(this.held.map((h) => [h.name, h.fencingToken]));
+  /**
+   * The fencing token of the first key: a number that strictly increases with
+   * every new holder of that key, whoever it is. Pass it to the resource you
+   * protect and let it reject writes carrying a smaller number than it has
+   * seen. Issued by the store on first call, in the same atomic step as a
+   * check that the lock is still ours (one round trip; later calls and
+   * reentrant holds share it), so locks that never use one pay nothing.
+   *
+   * @throws LockLostError when the lock is no longer held
+   * @throws LockBackendError when the store cannot be reached in bounded time
+   */
+  fence(): Promise<number> {
+    return this.held[0].fence();
+  }
+
+  /** {@link fence} for every key, by key. */
+  async fences(): Promise<ReadonlyMap<string, number>> {
+    const tokens = await Promise.all(this.held.map((h) => h.fence()));
+    return new Map(this.held.map((h, i) => [h.name, tokens[i]]));
   }
 
   /** Local estimate (ms since epoch) of when the earliest lease ends. */

@@ -43,7 +43,7 @@ class SeatLedger {
     this.maxInside = Math.max(this.maxInside, ++this.inside);
     await sleep(5);
     this.booked.push(seat);
-    this.fencingTokens.push(lock?.fencingToken ?? -1);
+    this.fencingTokens.push((await lock?.fence()) ?? -1);
     this.inside--;
   }
 }
@@ -66,7 +66,7 @@ class SeatsController {
     @Param('seat', ParseIntPipe) seat: number,
   ): Promise<{ seat: number; fencingToken?: number }> {
     await this.holdGate?.promise;
-    return { seat, fencingToken: currentLock()?.fencingToken };
+    return { seat, fencingToken: await currentLock()?.fence() };
   }
 
   @Post(':seat/book')
@@ -75,7 +75,7 @@ class SeatsController {
     @Param('seat', ParseIntPipe) seat: number,
   ): Promise<{ seat: number; fencingToken?: number }> {
     await this.ledger.record(seat);
-    return { seat, fencingToken: currentLock()?.fencingToken };
+    return { seat, fencingToken: await currentLock()?.fence() };
   }
 }
 

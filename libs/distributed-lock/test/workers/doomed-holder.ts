@@ -19,5 +19,5 @@ const locks = new LockService({
   maxKeyLength: 512,
 });
 const handle = await locks.acquire(key);
-process.stdout.write(`acquired ${handle.fencingToken}\n`);
+process.stdout.write(`acquired ${await handle.fence()}\n`);
 await new Promise(() => undefined);

@@ -423,7 +423,7 @@ describe('MemoryLockBackend', () => {
     it('strictly increases across grants, hand-offs and expiries', async () => {
       const tokens: number[] = [];
       const grant = (result: LockGrant | LockBusy | undefined): void => {
-        tokens.push(expectGrant(result).fencingToken);
+        tokens.push(expectGrant(result).fencingToken ?? -1);
       };
 
       grant(await backend.acquire(request('k', 'a', { leaseMs: 100 })));
@@ -450,6 +450,14 @@ describe('MemoryLockBackend', () => {
       expect(
         expectGrant(await backend.acquire(request('other', 'x'))).fencingToken,
       ).toBe(1);
+    });
+
+    it('repeats the token of the current grant to its holder only', async () => {
+      await backend.acquire(request('k', 'a', { leaseMs: 100 }));
+      expect(await backend.fence('k', 'a')).toBe(1);
+      expect(await backend.fence('k', 'b')).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(100);
+      expect(await backend.fence('k', 'a')).toBeUndefined();
     });
   });
 

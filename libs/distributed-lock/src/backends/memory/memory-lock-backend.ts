@@ -153,6 +153,17 @@ export class MemoryLockBackend implements LockBackend {
     return true;
   }
 
+  /** Grants here carry their fencing token, so this only repeats the holder's. */
+  async fence(key: string, token: string): Promise<number | undefined> {
+    this.assertOpen();
+    this.expireIfDue(key);
+    const state = this.keys.get(key);
+    if (state === undefined || state.owner !== token) {
+      return undefined;
+    }
+    return this.fences.get(key);
+  }
+
   async isLocked(key: string): Promise<boolean> {
     this.assertOpen();
     this.expireIfDue(key);

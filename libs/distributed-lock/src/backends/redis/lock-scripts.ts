@@ -30,6 +30,7 @@ const scripts = {
   lockKick: { numberOfKeys: 3, lua: withGrantNext('kick') },
   lockCancel: { numberOfKeys: 4, lua: readScript('cancel') },
   lockExtend: { numberOfKeys: 1, lua: readScript('extend') },
+  lockFence: { numberOfKeys: 2, lua: withGrantNext('fence') },
 } as const;
 
 type ScriptName = keyof typeof scripts;

@@ -49,6 +49,10 @@ const defaults = {
 const listenPollSeconds = 1;
 /** A hand-off message for a waiter that already took the lock is ignored for this long. */
 const claimedMemoryMs = 60_000;
+/** After finding a key busy, acquisitions of it go straight to the queueing script for this long. */
+const contendedMemoryMs = 1000;
+/** Remembered busy keys beyond this many are pruned of expired ones as new ones come. */
+const contendedPruneSize = 256;
 
 interface Waiter {
   /** {@link handoffId} of its key and token. */
@@ -94,6 +98,14 @@ function handoffId(key: string, token: string): string {
 /**
  * Lock store on one Redis server (standalone or behind Sentinel).
  *
+ * A key this process has not found busy lately is first tried with a bare
+ * `SET NX PX`, the cheapest command that can take a lock. It cannot jump the
+ * queue: a release hands the lock to the next waiter in the same step, so a
+ * lock with waiters is never free, but for one whose holder died unreleased,
+ * which a newcomer may take before the queue's safety check hands it on (the
+ * waiters are then served at its release). Such a grant carries no fencing
+ * token; {@link fence} issues one when the holder asks.
+ *
  * Waiting is a FIFO queue per key: a busy acquisition appends itself to the
  * key's queue, and whoever frees the lock hands it, inside the same script, to
  * the oldest live waiter, then wakes only that waiter by pushing to its
@@ -125,6 +137,8 @@ export class RedisLockBackend implements LockBackend {
   private readonly acquiring = new Set<string>();
   private readonly earlyHandoffs = new Map<string, number>();
   private readonly claimed = new Map<string, number>();
+  /** Keys found busy lately, with when that stops counting (ms since epoch). */
+  private readonly contended = new Map<string, number>();
   private readonly checkTimers = new Map<string, NodeJS.Timeout>();
   /** Operations under way that may still send commands; close() lets them finish before the connection goes. */
   private busy = 0;
@@ -157,21 +171,54 @@ export class RedisLockBackend implements LockBackend {
     // reaction on the returned promise costs more than the bookkeeping.
     this.busy += 1;
     try {
-      return await this.acquireOrWait(request);
+      const startedAt = Date.now();
+      if (!this.isContended(request.key)) {
+        const taken = await this.take(request);
+        if (taken) return taken;
+      }
+      return await this.acquireOrWait(request, startedAt);
     } finally {
       this.untrack();
     }
   }
 
+  /**
+   * The uncontended path: one `SET NX PX`. Resolves undefined when the key is
+   * busy, which the queueing script then handles.
+   */
+  private async take(
+    request: AcquireRequest,
+  ): Promise<LockGrant | LockBusy | undefined> {
+    const { key, token, leaseMs } = request;
+    const reply = await this.call(
+      this.client.set(key, token, 'PX', Math.ceil(leaseMs), 'NX'),
+      'acquire',
+      (late) => {
+        if (late === 'OK') this.giveBack(key, token);
+      },
+    );
+    if (reply !== 'OK') {
+      this.rememberContended(key);
+      return undefined;
+    }
+    if (this.closed) {
+      this.giveBack(key, token);
+      return { acquired: false };
+    }
+    return { acquired: true, leaseMs };
+  }
+
   private async acquireOrWait(
     request: AcquireRequest,
+    startedAt: number,
   ): Promise<LockGrant | LockBusy> {
     const { key, token, leaseMs } = request;
     const id = handoffId(key, token);
+    const deadline = startedAt + Math.max(0, Math.floor(request.waitMs));
+    // What is left of the wait after the bare SET found the key busy.
     const waitMs = request.signal?.aborted
       ? 0
-      : Math.max(0, Math.floor(request.waitMs));
-    const startedAt = Date.now();
+      : Math.max(0, deadline - Date.now());
 
     this.acquiring.add(id);
     let reply: AcquireReply;
@@ -202,11 +249,12 @@ export class RedisLockBackend implements LockBackend {
       return { acquired: true, fencingToken: Number(reply[1]), leaseMs };
     }
     const [, pttl, entry] = reply;
+    this.rememberContended(key);
     if (entry === undefined) {
       this.forgetEarlyHandoff(key, token);
       return busy(pttl);
     }
-    return this.wait(request, entry, startedAt + waitMs, Number(pttl));
+    return this.wait(request, entry, deadline, Number(pttl));
   }
 
   async extend(key: string, token: string, leaseMs: number): Promise<boolean> {
@@ -221,6 +269,15 @@ export class RedisLockBackend implements LockBackend {
   release(key: string, token: string): Promise<boolean> {
     if (this.closed) return Promise.reject(closedError());
     return this.runRelease(key, token);
+  }
+
+  async fence(key: string, token: string): Promise<number | undefined> {
+    this.assertOpen();
+    const fence = await this.call(
+      this.scripts.lockFence(key, fenceKey(key), token),
+      'fence',
+    );
+    return fence === null ? undefined : Number(fence);
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -529,10 +586,11 @@ export class RedisLockBackend implements LockBackend {
   }
 
   /**
-   * Frees `key` for the next waiter if `token` still holds it by the grant
-   * `fencingToken`: nobody here wants that lock. Works while closing, never throws.
+   * Frees `key` for the next waiter if `token` still holds it (by the grant
+   * `fencingToken`, when given): nobody here wants that lock. Works while
+   * closing, never throws.
    */
-  private giveBack(key: string, token: string, fencingToken: number): void {
+  private giveBack(key: string, token: string, fencingToken?: number): void {
     void this.runRelease(key, token, fencingToken).catch(() => false);
   }
 
@@ -570,6 +628,28 @@ export class RedisLockBackend implements LockBackend {
       return true;
     }
     return Number(result) === 1;
+  }
+
+  /** Whether `key` should skip the bare `SET`: someone here waits for it, or it was busy lately. */
+  private isContended(key: string): boolean {
+    if (this.waitersByKey.has(key)) return true;
+    const until = this.contended.get(key);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.contended.delete(key);
+    return false;
+  }
+
+  private rememberContended(key: string): void {
+    const now = Date.now();
+    // Re-inserted so that the map stays in expiry order for the pruning below.
+    this.contended.delete(key);
+    this.contended.set(key, now + contendedMemoryMs);
+    if (this.contended.size <= contendedPruneSize) return;
+    for (const [old, until] of this.contended) {
+      if (until > now) break;
+      this.contended.delete(old);
+    }
   }
 
   private rememberClaimed(id: string): void {
