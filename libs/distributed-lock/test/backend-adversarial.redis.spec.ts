@@ -400,13 +400,13 @@ async function handOffOrder(
   return order;
 }
 
-describe('the uncontended path (a bare SET NX PX)', () => {
-  const setCalls = async () =>
-    Number(
-      /cmdstat_set:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ??
-        0,
-    );
+/** SET commands Redis ran so far, clients' and scripts' alike. */
+async function setCalls(): Promise<number> {
+  const stats = await redis.info('commandstats');
+  return Number(/cmdstat_set:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+}
 
+describe('the uncontended path (a bare SET NX PX)', () => {
   it('gives back a lock whose SET was answered after the acquisition timed out', async () => {
     const s = open({ commandTimeoutMs: 200 });
     const setsBefore = await setCalls();

@@ -185,7 +185,7 @@ describe('@DistributedLock on providers', () => {
       await app.get(Checkout).buy('kiwi');
 
       expect(inventory.locks).toHaveLength(2);
-      const [first, second] = inventory.locks;
+      const [first] = inventory.locks;
       expect(first.keys).toEqual(['stock:kiwi']);
       expect(first.signal).toBeInstanceOf(AbortSignal);
       expect(first.signal.aborted).toBe(false);
