@@ -1,4 +1,9 @@
-import { oursDecorator, oursService, oursServiceLease } from './ours.js';
+import {
+  oursDecorator,
+  oursService,
+  oursServiceFenced,
+  oursServiceLease,
+} from './ours.js';
 import {
   redlock4Default,
   redlock4Tuned,
@@ -21,6 +26,7 @@ export const contenders: ReadonlyMap<string, Contender> = new Map(
     rawQuorumBaseline,
     oursService,
     oursServiceLease,
+    oursServiceFenced,
     oursDecorator,
     redlock4Default,
     redlock4Tuned,
@@ -44,6 +50,7 @@ export const uncontendedIds = [
   'raw',
   'ours-service',
   'ours-service-lease',
+  'ours-service-fenced',
   'ours-decorator',
   'redlock4',
   'redlock5',

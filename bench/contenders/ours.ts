@@ -33,16 +33,20 @@ export async function createContext(
   });
 }
 
-/** Through `LockService.acquire()` / `handle.release()`. */
+/**
+ * Through `LockService.acquire()` / `handle.release()`; `fenced` also asks for
+ * the fencing token of every hold, as code guarding a resource with it would.
+ */
 function serviceContender(
   id: string,
   label: string,
   perCallLease: boolean,
+  fenced = false,
 ): Contender {
   return {
     id,
     label,
-    detail: `${ourVersion}; ${perCallLease ? 'leaseTime = the benchmark TTL' : 'module defaults (watchdog lease)'}`,
+    detail: `${ourVersion}; ${perCallLease ? 'leaseTime = the benchmark TTL' : 'module defaults (watchdog lease)'}${fenced ? '; awaits handle.fence() once per hold' : ''}`,
     kind: 'ours',
     async create({ urls }): Promise<ContenderInstance> {
       const app = await createContext({ redis: urls[0] });
@@ -53,6 +57,7 @@ function serviceContender(
             signal,
             ...(perCallLease ? { leaseTime: ttlMs } : {}),
           });
+          if (fenced) await handle.fence();
           return {
             release: async () => {
               await handle.release();
@@ -69,6 +74,13 @@ export const oursService = serviceContender(
   'ours-service',
   'ours: LockService',
   false,
+);
+
+export const oursServiceFenced = serviceContender(
+  'ours-service-fenced',
+  'ours: LockService + fence()',
+  false,
+  true,
 );
 
 export const oursServiceLease = serviceContender(

@@ -7,6 +7,13 @@ import type { BenchContext } from './context.js';
 
 const run = promisify(execFile);
 
+/** Our scripts told apart in SLOWLOG by how many keys they name. */
+const scriptByKeyCount: Readonly<Record<string, string>> = {
+  '2': 'fence',
+  '3': 'acquire',
+  '4': 'release',
+};
+
 export interface ServerCeilingRow {
   readonly command: string;
   readonly clients: number;
@@ -160,6 +167,7 @@ async function measureServerTime(
       await raw.set(key, token, 'PX', ctx.config.ttlMs, 'NX');
       await raw.benchCompareAndDelete(key, token);
       const handle = await locks.acquire(key);
+      if (i % 2 === 0) await handle.fence();
       await handle.release();
     }
   };
@@ -191,15 +199,19 @@ async function measureServerTime(
         add('raw: SET NX PX', us);
       else if (name === 'evalsha' && firstKey?.startsWith('bench:e:'))
         add('raw: EVALSHA compare-and-delete', us);
-      // Ours by their keys: acquire names 3 (lock, fence, queue), release 4.
+      else if (name === 'set' && first.startsWith('lock:{bench:e:'))
+        add('ours: SET NX PX', us);
+      // Our scripts by their key counts: fence 2, acquire 3, release 4.
       else if (name === 'evalsha' && firstKey?.startsWith('lock:{bench:e:'))
-        add(`ours: ${argv[2] === '3' ? 'acquire' : 'release'} script`, us);
+        add(`ours: ${scriptByKeyCount[argv[2]] ?? 'other'} script`, us);
     }
     const order = [
       'raw: SET NX PX',
       'raw: EVALSHA compare-and-delete',
+      'ours: SET NX PX',
       'ours: acquire script',
       'ours: release script',
+      'ours: fence script',
     ];
     const sorted = [...byVerb].toSorted(
       ([a], [b]) => order.indexOf(a) - order.indexOf(b),
@@ -220,7 +232,7 @@ async function measureServerTime(
       rows,
       rawCycleUs:
         mean('raw: SET NX PX') + mean('raw: EVALSHA compare-and-delete'),
-      oursCycleUs: mean('ours: acquire script') + mean('ours: release script'),
+      oursCycleUs: mean('ours: SET NX PX') + mean('ours: release script'),
     };
   } finally {
     for (let i = 0; i + 1 < saved.length; i += 2)

@@ -27,6 +27,7 @@ function withGrantNext(name: string): string {
 const scripts = {
   lockAcquire: { numberOfKeys: 3, lua: withGrantNext('acquire') },
   lockRelease: { numberOfKeys: 4, lua: withGrantNext('release') },
+  lockReleaseUnqueued: { numberOfKeys: 2, lua: readScript('release-unqueued') },
   lockKick: { numberOfKeys: 3, lua: withGrantNext('kick') },
   lockCancel: { numberOfKeys: 4, lua: readScript('cancel') },
   lockExtend: { numberOfKeys: 1, lua: readScript('extend') },

@@ -268,7 +268,29 @@ export class RedisLockBackend implements LockBackend {
 
   release(key: string, token: string): Promise<boolean> {
     if (this.closed) return Promise.reject(closedError());
-    return this.runRelease(key, token);
+    if (this.isContended(key)) return this.runRelease(key, token);
+    return this.releaseUnqueued(key, token);
+  }
+
+  /**
+   * The uncontended path: a compare-and-delete that declines when anyone
+   * queues, and then the full release, which serves the queue.
+   */
+  private async releaseUnqueued(key: string, token: string): Promise<boolean> {
+    this.busy += 1;
+    try {
+      const result = Number(
+        await this.call(
+          this.scripts.lockReleaseUnqueued(key, queueKey(key), token),
+          'release',
+        ),
+      );
+      if (result !== -1) return result === 1;
+      this.rememberContended(key);
+      return await this.runRelease(key, token);
+    } finally {
+      this.untrack();
+    }
   }
 
   async fence(key: string, token: string): Promise<number | undefined> {
