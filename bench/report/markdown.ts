@@ -185,7 +185,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
   const serverTime = r.E?.serverTime;
   if ((r.A || r.B) && serverTime) {
     out.push(
-      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our release script also serves the wait queue. In A that time adds to every round trip, in B it shares the two cores with the clients. The row "ours: LockService + fence()" also asks for a fencing token in every hold, one more round trip and script (E), which the raw lock cannot offer at all.`,
+      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients. The row "ours: LockService + fence()" also asks for a fencing token in every hold, one more round trip and script (E), which the raw lock cannot offer at all.`,
       '',
     );
   }
@@ -318,7 +318,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
       out.push(
         '### Server time per verb',
         '',
-        `What each top-level command costs Redis itself, from \`SLOWLOG\` at threshold 0 over ${int(st.cycles)} uncontended cycles of each lock on warm keys (commands run inside a script are part of its figure). Ours takes a free key with the same bare \`SET NX PX\`; its release script also hands the lock to the next queued waiter, and its fence script, run on every second cycle here, issues a fencing token to a holder that asks. The raw baseline has neither.`,
+        `What each top-level command costs Redis itself, from \`SLOWLOG\` at threshold 0 over ${int(st.cycles)} uncontended cycles of each lock on warm keys (commands run inside a script are part of its figure). Ours takes a free key with the same bare \`SET NX PX\`; its release also checks the wait queue (a queue is served by a second script, not run here), and its fence script, run on every second cycle here, issues a fencing token to a holder that asks. The raw baseline has neither.`,
         '',
         table(
           ['command', 'calls', 'mean µs', 'p50 µs'],

@@ -7,12 +7,18 @@ import type { BenchContext } from './context.js';
 
 const run = promisify(execFile);
 
-/** Our scripts told apart in SLOWLOG by how many keys they name. */
-const scriptByKeyCount: Readonly<Record<string, string>> = {
-  '2': 'fence',
-  '3': 'acquire',
-  '4': 'release',
-};
+/**
+ * Our scripts told apart in SLOWLOG by their keys: the uncontended release
+ * names the lock and its queue, fence the lock and its counter, the acquire
+ * script 3 keys and the release that serves a queue 4.
+ */
+function ourScript(argv: readonly string[]): string {
+  const secondKey = argv[4] ?? '';
+  if (argv[2] === '2')
+    return secondKey.endsWith(':fence') ? 'fence' : 'release';
+  if (argv[2] === '3') return 'acquire';
+  return 'queue-serving release';
+}
 
 export interface ServerCeilingRow {
   readonly command: string;
@@ -201,9 +207,8 @@ async function measureServerTime(
         add('raw: EVALSHA compare-and-delete', us);
       else if (name === 'set' && first.startsWith('lock:{bench:e:'))
         add('ours: SET NX PX', us);
-      // Our scripts by their key counts: fence 2, acquire 3, release 4.
       else if (name === 'evalsha' && firstKey?.startsWith('lock:{bench:e:'))
-        add(`ours: ${scriptByKeyCount[argv[2]] ?? 'other'} script`, us);
+        add(`ours: ${ourScript(argv)} script`, us);
     }
     const order = [
       'raw: SET NX PX',
@@ -211,6 +216,7 @@ async function measureServerTime(
       'ours: SET NX PX',
       'ours: acquire script',
       'ours: release script',
+      'ours: queue-serving release script',
       'ours: fence script',
     ];
     const sorted = [...byVerb].toSorted(
