@@ -239,6 +239,7 @@ function internals(locks: LockService): Record<string, number> {
       'earlyHandoffs',
       'claimed',
       'checkTimers',
+      'contended',
       'busy',
     ],
     'backend.',

@@ -291,6 +291,27 @@ describe('late answers and lost wake-ups', () => {
     expect(await next.release()).toBe(true);
   });
 
+  it('a release answered after its timeout still serves a waiter in another process', async () => {
+    const s = open({ commandTimeoutMs: 200 });
+    const other = open();
+    const holder = await s.locks.acquire('late-release-remote');
+    const waiting = other.locks.acquire('late-release-remote', {
+      waitTime: 5_000,
+    });
+    await eventually(
+      async () => (await queueLength('late-release-remote')) === 1,
+    );
+    await redis.call('CLIENT', 'PAUSE', '500', 'WRITE');
+    expect(await holder.release().catch((e: unknown) => e)).toBeInstanceOf(
+      LockBackendError,
+    );
+    const started = performance.now();
+    const next = await waiting;
+    // Not at the end of the holder's 30 s lease.
+    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(await next.release()).toBe(true);
+  });
+
   it('hand-offs reach a process whose client has a commandTimeout shorter than the blocking pop', async () => {
     const a = open();
     const b = open({ client: { commandTimeout: 300 } });

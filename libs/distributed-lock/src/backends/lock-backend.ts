@@ -1,7 +1,8 @@
 /**
  * The contract between {@link LockService} and a lock store. The service owns
  * key building, reentrancy, leases and the watchdog; a backend only knows how to
- * grant, extend and release one key atomically, and how to make a caller wait.
+ * grant, extend and release one key atomically, issue its fencing tokens, and
+ * make a caller wait.
  *
  * A single-Redis backend, an in-memory backend and (later) a quorum backend over
  * several Redis nodes all implement this, so callers never change.

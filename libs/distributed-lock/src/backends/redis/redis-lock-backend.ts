@@ -283,6 +283,11 @@ export class RedisLockBackend implements LockBackend {
         await this.call(
           this.scripts.lockReleaseUnqueued(key, queueKey(key), token),
           'release',
+          // Declined after all, for a queue: serve it, as a release that had
+          // answered in time would have.
+          (late) => {
+            if (Number(late) === -1) this.giveBack(key, token);
+          },
         ),
       );
       if (result !== -1) return result === 1;
@@ -312,6 +317,7 @@ export class RedisLockBackend implements LockBackend {
     this.closed = true;
     for (const timer of this.checkTimers.values()) clearTimeout(timer);
     this.checkTimers.clear();
+    this.contended.clear();
     for (const waiter of this.waiters.values()) {
       this.settle(waiter, { acquired: false });
       // Leave the queue so nobody hands a lock to a process that is going
