@@ -48,7 +48,7 @@ export interface BenchConfig {
 export const fullConfig: BenchConfig = {
   mode: 'full',
   ttlMs: 10_000,
-  uncontended: { reps: 5, warmupMs: 300, sliceMs: 1_000, loopsB: 64 },
+  uncontended: { reps: 11, warmupMs: 200, sliceMs: 500, loopsB: 64 },
   contention: {
     reps: 3,
     windowMs: 2_000,

@@ -1,8 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { LockService } from '@app/distributed-lock';
 import { createContext } from '../contenders/ours.js';
+import { collectGarbage } from '../gc.js';
 import { slope } from '../stats.js';
 import { errorText, type BenchContext } from './context.js';
 
@@ -44,24 +43,6 @@ export interface SoakResult {
 
 /** Heap growth after warm-up below this (after a full GC) counts as none. */
 export const heapToleranceBytes = 2 * 1024 * 1024;
-
-function collectGarbage(): boolean {
-  const g = (globalThis as { gc?: () => void }).gc;
-  if (g) {
-    g();
-    g();
-    return true;
-  }
-  try {
-    setFlagsFromString('--expose-gc');
-    const fresh = runInNewContext('gc') as () => void;
-    fresh();
-    fresh();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export function plannedSoak(ctx: BenchContext): number {
   return ctx.config.soak.checkpoints;

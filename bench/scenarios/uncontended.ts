@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { contender, uncontendedIds } from '../contenders/index.js';
+import { collectGarbage } from '../gc.js';
 import { median, summarize, type LatencySummary } from '../stats.js';
 import { errorText, rotation, type BenchContext } from './context.js';
 
@@ -114,6 +115,11 @@ async function runSlice(
   const cycle: number[] = [];
   let cycles = 0;
   try {
+    // The slice before left garbage of its own: collect it now, or a major
+    // collection lands in this slice and charges it to this contender (seen
+    // in B, where whichever contender ran right after the raw baseline lost
+    // 10-15%).
+    collectGarbage();
     const warmEnd = performance.now() + warmupMs;
     const end = warmEnd + sliceMs;
     const loop = async (index: number) => {
