@@ -35,7 +35,8 @@ export class LockHandle {
    * check that the lock is still ours (one round trip; later calls and
    * reentrant holds share it), so locks that never use one pay nothing.
    *
-   * @throws LockLostError when the lock is no longer held
+   * @throws LockLostError when the lock is no longer held and no token was
+   *   issued while it was (a token already issued is simply repeated)
    * @throws LockBackendError when the store cannot be reached in bounded time
    */
   fence(): Promise<number> {
