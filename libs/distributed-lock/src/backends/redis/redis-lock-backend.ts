@@ -51,8 +51,6 @@ const listenPollSeconds = 1;
 const claimedMemoryMs = 60_000;
 /** After finding a key busy, acquisitions of it go straight to the queueing script for this long. */
 const contendedMemoryMs = 1000;
-/** Remembered busy keys beyond this many are pruned of expired ones as new ones come. */
-const contendedPruneSize = 256;
 
 interface Waiter {
   /** {@link handoffId} of its key and token. */
@@ -136,8 +134,9 @@ export class RedisLockBackend implements LockBackend {
   private readonly waitersByKey = new Map<string, Set<Waiter>>();
   private readonly acquiring = new Set<string>();
   private readonly earlyHandoffs = new Map<string, number>();
+  /** Waiters that took a lock whose hand-off message may still come, until when (ms since epoch). */
   private readonly claimed = new Map<string, number>();
-  /** Keys found busy lately, with when that stops counting (ms since epoch). */
+  /** Keys found busy lately, until when that counts (ms since epoch). */
   private readonly contended = new Map<string, number>();
   private readonly checkTimers = new Map<string, NodeJS.Timeout>();
   /** Operations under way that may still send commands; close() lets them finish before the connection goes. */
@@ -669,24 +668,11 @@ export class RedisLockBackend implements LockBackend {
   }
 
   private rememberContended(key: string): void {
-    const now = Date.now();
-    // Re-inserted so that the map stays in expiry order for the pruning below.
-    this.contended.delete(key);
-    this.contended.set(key, now + contendedMemoryMs);
-    if (this.contended.size <= contendedPruneSize) return;
-    for (const [old, until] of this.contended) {
-      if (until > now) break;
-      this.contended.delete(old);
-    }
+    rememberFor(this.contended, key, contendedMemoryMs);
   }
 
   private rememberClaimed(id: string): void {
-    const now = Date.now();
-    for (const [old, at] of this.claimed) {
-      if (now - at < claimedMemoryMs) break;
-      this.claimed.delete(old);
-    }
-    this.claimed.set(id, now);
+    rememberFor(this.claimed, id, claimedMemoryMs);
   }
 
   /** Counts `work` as under way until it settles (see {@link busy}). */
@@ -885,6 +871,25 @@ export class RedisLockBackend implements LockBackend {
       );
     });
   }
+}
+
+/**
+ * Remembers `key` in `memory` for `ms` from now, and forgets what has expired.
+ * Every entry of one map lives equally long and is (re)inserted last, so the
+ * map stays in expiry order and forgetting stops at the first live entry.
+ */
+function rememberFor(
+  memory: Map<string, number>,
+  key: string,
+  ms: number,
+): void {
+  const now = Date.now();
+  for (const [old, until] of memory) {
+    if (until > now) break;
+    memory.delete(old);
+  }
+  memory.delete(key);
+  memory.set(key, now + ms);
 }
 
 function closedError(): LockBackendError {
