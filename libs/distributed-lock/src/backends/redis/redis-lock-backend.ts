@@ -164,47 +164,56 @@ export class RedisLockBackend implements LockBackend {
     this.scriptWakeList = this.clientKeyPrefix + this.wakeList;
   }
 
-  async acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
-    this.assertOpen();
-    // Counted here rather than through track(): this is the hot path, and a
-    // reaction on the returned promise costs more than the bookkeeping.
-    this.busy += 1;
-    try {
-      const startedAt = Date.now();
-      if (!this.isContended(request.key)) {
-        const taken = await this.take(request);
-        if (taken) return taken;
-      }
-      return await this.acquireOrWait(request, startedAt);
-    } finally {
-      this.untrack();
-    }
+  acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
+    if (this.closed) return Promise.reject(closedError());
+    const startedAt = Date.now();
+    if (this.isContended(request.key))
+      return this.acquireContended(request, startedAt);
+    return this.take(request, startedAt);
   }
 
   /**
-   * The uncontended path: one `SET NX PX`. Resolves undefined when the key is
-   * busy, which the queueing script then handles.
+   * The uncontended path: one `SET NX PX`; a busy key goes on to the queueing
+   * script. The answer is handled inside {@link call} rather than in an async
+   * function: with an `AsyncLocalStorage` in use (as `@DistributedLock` has
+   * it), every promise and every await costs a hook call, and this runs on
+   * every acquisition.
    */
-  private async take(
+  private take(
     request: AcquireRequest,
-  ): Promise<LockGrant | LockBusy | undefined> {
+    startedAt: number,
+  ): Promise<LockGrant | LockBusy> {
     const { key, token, leaseMs } = request;
-    const reply = await this.call(
+    return this.call(
       this.client.set(key, token, 'PX', Math.ceil(leaseMs), 'NX'),
       'acquire',
       (late) => {
         if (late === 'OK') this.giveBack(key, token);
       },
+      (reply): LockGrant | LockBusy | Promise<LockGrant | LockBusy> => {
+        if (reply !== 'OK') {
+          this.rememberContended(key);
+          return this.acquireContended(request, startedAt);
+        }
+        if (this.closed) {
+          this.giveBack(key, token);
+          return { acquired: false };
+        }
+        return { acquired: true, leaseMs };
+      },
     );
-    if (reply !== 'OK') {
-      this.rememberContended(key);
-      return undefined;
+  }
+
+  private async acquireContended(
+    request: AcquireRequest,
+    startedAt: number,
+  ): Promise<LockGrant | LockBusy> {
+    this.busy += 1;
+    try {
+      return await this.acquireOrWait(request, startedAt);
+    } finally {
+      this.untrack();
     }
-    if (this.closed) {
-      this.giveBack(key, token);
-      return { acquired: false };
-    }
-    return { acquired: true, leaseMs };
   }
 
   private async acquireOrWait(
@@ -275,26 +284,22 @@ export class RedisLockBackend implements LockBackend {
    * The uncontended path: a compare-and-delete that declines when anyone
    * queues, and then the full release, which serves the queue.
    */
-  private async releaseUnqueued(key: string, token: string): Promise<boolean> {
-    this.busy += 1;
-    try {
-      const result = Number(
-        await this.call(
-          this.scripts.lockReleaseUnqueued(key, queueKey(key), token),
-          'release',
-          // Declined after all, for a queue: serve it, as a release that had
-          // answered in time would have.
-          (late) => {
-            if (Number(late) === -1) this.giveBack(key, token);
-          },
-        ),
-      );
-      if (result !== -1) return result === 1;
-      this.rememberContended(key);
-      return await this.runRelease(key, token);
-    } finally {
-      this.untrack();
-    }
+  private releaseUnqueued(key: string, token: string): Promise<boolean> {
+    return this.call(
+      this.scripts.lockReleaseUnqueued(key, queueKey(key), token),
+      'release',
+      // Declined after all, for a queue: serve it, as a release that had
+      // answered in time would have.
+      (late) => {
+        if (Number(late) === -1) this.giveBack(key, token);
+      },
+      (reply) => {
+        const result = Number(reply);
+        if (result !== -1) return result === 1;
+        this.rememberContended(key);
+        return this.runRelease(key, token);
+      },
+    );
   }
 
   async fence(key: string, token: string): Promise<number | undefined> {
@@ -837,36 +842,50 @@ export class RedisLockBackend implements LockBackend {
 
   /**
    * Runs one Redis call with a deadline, whatever the client's own settings
-   * (an offline queue without timeout would otherwise hang a request forever).
-   * A call that answers after we gave up is handed to `onLate`.
+   * (an offline queue without timeout would otherwise hang a request forever),
+   * and counts it as under way (see {@link busy}) until it is answered.
+   * `onAnswer`, when given, turns a timely answer into the result; an answer
+   * that comes after we gave up is handed to `onLate` instead.
    */
-  private call<T>(
+  private call<T, R = T>(
     pending: Promise<T>,
     what: string,
     onLate?: (value: T) => void,
-  ): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const deadline = this.deadlines.start(() =>
+    onAnswer?: (value: T) => R | Promise<R>,
+  ): Promise<R> {
+    this.busy += 1;
+    return new Promise<R>((resolve, reject) => {
+      const deadline = this.deadlines.start(() => {
+        this.untrack();
         reject(
           new LockBackendError(
             `Redis did not answer the lock ${what} within ${this.commandTimeoutMs} ms`,
           ),
-        ),
-      );
+        );
+      });
       pending.then(
         (value) => {
-          if (this.deadlines.settle(deadline)) resolve(value);
-          else onLate?.(value);
+          if (!this.deadlines.settle(deadline)) {
+            onLate?.(value);
+            return;
+          }
+          try {
+            resolve(onAnswer ? onAnswer(value) : (value as unknown as R));
+          } catch (error) {
+            reject(error as Error);
+          } finally {
+            this.untrack();
+          }
         },
         (error: unknown) => {
-          if (this.deadlines.settle(deadline)) {
-            reject(
-              new LockBackendError(
-                `Redis lock ${what} failed: ${(error as Error)?.message ?? String(error)}`,
-                { cause: error },
-              ),
-            );
-          }
+          if (!this.deadlines.settle(deadline)) return;
+          this.untrack();
+          reject(
+            new LockBackendError(
+              `Redis lock ${what} failed: ${(error as Error)?.message ?? String(error)}`,
+              { cause: error },
+            ),
+          );
         },
       );
     });
