@@ -7,7 +7,7 @@ import {
   type LockKeySource,
 } from '../key-template/key-template.js';
 import type { LockHandle } from '../lock-service/lock-handle.js';
-import type { LockOptions } from '../lock-service/lock.service.js';
+import type { LockOptions, LockService } from '../lock-service/lock.service.js';
 import { lockServiceFor } from './lock-binding.js';
 
 /** Options of {@link DistributedLock}. */
@@ -113,28 +113,59 @@ export function DistributedLock(
   };
 }
 
-async function lockedCall(
+/**
+ * Holds the lock around one call. Written as reactions rather than an async
+ * function: the lock scope keeps an `AsyncLocalStorage` in use, under which
+ * every promise and every await costs a hook call.
+ */
+function lockedCall(
   instance: unknown,
   method: (...args: unknown[]) => unknown,
   args: unknown[],
   keys: CompiledLockKeys,
   options: DistributedLockOptions,
 ): Promise<unknown> {
-  const service = lockServiceFor(instance);
-  const handle = await service.acquire(keys.resolve(args), options);
-  let result: unknown;
+  let service: LockService;
+  let acquiring: Promise<LockHandle>;
   try {
-    result = await handle.run(() => method.apply(instance, args));
+    service = lockServiceFor(instance);
+    acquiring = service.acquire(keys.resolve(args), options);
   } catch (error) {
-    await service.releaseQuietly(handle);
-    throw error;
+    return Promise.reject(error as Error);
   }
-  if (isObservable(result)) {
-    // Declared without an Observable return type: still hold until the stream ends.
-    return holdDuring(result, handle, () => service.releaseQuietly(handle));
-  }
-  await service.releaseQuietly(handle);
-  return result;
+  return acquiring.then((handle) => {
+    let result: unknown;
+    try {
+      result = handle.run(() => method.apply(instance, args));
+    } catch (error) {
+      return releaseThen(service, handle, () => {
+        throw error;
+      });
+    }
+    if (isObservable(result)) {
+      // Declared without an Observable return type: still hold until the stream ends.
+      return holdDuring(result, handle, () => service.releaseQuietly(handle));
+    }
+    return Promise.resolve(result).then(
+      (value) =>
+        isObservable(value)
+          ? holdDuring(value, handle, () => service.releaseQuietly(handle))
+          : releaseThen(service, handle, () => value),
+      (error: unknown) =>
+        releaseThen(service, handle, () => {
+          throw error;
+        }),
+    );
+  });
+}
+
+/** Releases `handle` (a failure is only logged), then settles as `outcome` does. */
+function releaseThen<T>(
+  service: LockService,
+  handle: LockHandle,
+  outcome: () => T,
+): Promise<T> {
+  return service.releaseQuietlyThen(handle, outcome);
 }
 
 function lockedObservable(

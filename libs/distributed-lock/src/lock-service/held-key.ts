@@ -144,12 +144,13 @@ export class HeldKey {
   }
 
   /** Frees the key in the store. False when it had been lost already. */
-  async release(): Promise<boolean> {
+  release(): Promise<boolean> {
     this.stop();
     const wasLost = this.lost;
-    const released = await this.backend.release(this.storeKey, this.token);
-    if (!released && !wasLost) this.markLost('taken-over');
-    return released && !wasLost;
+    return this.backend.release(this.storeKey, this.token).then((released) => {
+      if (!released && !wasLost) this.markLost('taken-over');
+      return released && !wasLost;
+    });
   }
 
   /** Stops renewing (release, shutdown). */

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
-import type { LockBackend } from '../backends/lock-backend.js';
+import type {
+  AcquireRequest,
+  LockBackend,
+  LockBusy,
+  LockGrant,
+} from '../backends/lock-backend.js';
 import {
   LockError,
   LockLostError,
@@ -40,6 +45,17 @@ export interface LockServiceSettings {
   readonly maxKeyLength: number;
 }
 
+/** One call of {@link LockService.acquire}, checked. */
+interface Attempt {
+  /** Canonical order. */
+  readonly names: readonly string[];
+  readonly policy: LeasePolicy;
+  readonly token: string;
+  readonly startedAt: number;
+  readonly deadline: number;
+  readonly signal?: AbortSignal;
+}
+
 /**
  * Acquires and releases distributed locks. Inject it anywhere once
  * `DistributedLockModule` is imported.
@@ -63,80 +79,34 @@ export class LockService {
    * @throws LockBackendError when the store cannot be reached in bounded time
    * @throws LockLostError when a reentrant acquisition finds the outer lock lost
    */
-  async acquire(
+  acquire(
     keyOrKeys: string | readonly string[],
     options: LockOptions = {},
   ): Promise<LockHandle> {
-    if (this.closed) throw new LockNotAcquiredError(String(keyOrKeys), 0);
-    const names = this.canonicalKeys(keyOrKeys);
-    const policy = this.leasePolicy(options.leaseTime);
-    const waitTime = checkedMs(
-      'waitTime',
-      options.waitTime ?? this.settings.waitTime,
-      true,
-    );
-    const startedAt = Date.now();
-    const deadline = startedAt + waitTime;
-    const token = newOwnerToken();
-    const outer = lockScope.getStore()?.held;
-
-    const taken: HeldKey[] = [];
-    let reentrant = true;
+    let attempt: Attempt;
     try {
-      for (const name of names) {
-        const storeKey = this.storeKey(name);
-        const scopeKey = `${this.instanceId}|${storeKey}`;
-        const joined = outer?.get(scopeKey);
-        // A hold the chain already released (the chain outlived it) is not
-        // joined: the key may be someone else's by now.
-        if (joined && joined.holds > 0) {
-          if (joined.lost)
-            throw new LockLostError(
-              name,
-              `Lock "${name}" held by the calling chain was lost`,
-            );
-          joined.holds += 1;
-          taken.push(joined);
-          continue;
-        }
-        reentrant = false;
-        const sentAt = Date.now();
-        const result = await this.settings.backend.acquire({
-          key: storeKey,
-          token,
-          leaseMs: policy.leaseMs,
-          waitMs: Math.max(0, deadline - sentAt),
-          signal: options.signal,
-        });
-        if (!result.acquired) {
-          throw new LockNotAcquiredError(
-            name,
-            Date.now() - startedAt,
-            result.retryAfterMs,
-          );
-        }
-        const held = new HeldKey({
-          name,
-          scopeKey,
-          storeKey,
-          token,
-          fencingToken: result.fencingToken,
-          policy,
-          grantedLeaseMs: result.leaseMs,
-          sentAt,
-          backend: this.settings.backend,
-          onLost: (lost, reason) => this.reportLost(lost, reason),
-        });
-        this.active.add(held);
-        taken.push(held);
-      }
+      if (this.closed) throw new LockNotAcquiredError(String(keyOrKeys), 0);
+      const waitTime = checkedMs(
+        'waitTime',
+        options.waitTime ?? this.settings.waitTime,
+        true,
+      );
+      const startedAt = Date.now();
+      attempt = {
+        names: this.canonicalKeys(keyOrKeys),
+        policy: this.leasePolicy(options.leaseTime),
+        token: newOwnerToken(),
+        startedAt,
+        deadline: startedAt + waitTime,
+        signal: options.signal,
+      };
     } catch (error) {
-      await this.releaseHeld(taken).catch(() => undefined);
-      throw error;
+      return Promise.reject(error as Error);
     }
-    return new LockHandle(taken, (held) => this.releaseHeld(held), reentrant);
+    const outer = lockScope.getStore()?.held;
+    if (attempt.names.length === 1 && !outer) return this.acquireOne(attempt);
+    return this.acquireEach(attempt, outer);
   }
-
   /** Like {@link acquire} with `waitTime: 0` by default, but resolves null when busy. */
   async tryAcquire(
     keyOrKeys: string | readonly string[],
@@ -181,14 +151,20 @@ export class LockService {
 
   /** @internal Releases without throwing; used where a failed release must not mask the result. */
   releaseQuietly(handle: LockHandle): Promise<void> {
-    return handle.release().then(
-      () => undefined,
-      (error: unknown) => {
-        this.logger.warn(
-          `Releasing ${handle.keys.join(', ')} failed (${(error as Error).message}); it ends with its lease`,
-        );
-      },
-    );
+    return this.releaseQuietlyThen(handle, () => undefined);
+  }
+
+  /**
+   * @internal {@link releaseQuietly}, then settles as `outcome` does: one
+   * reaction for both, as the decorator needs on every call.
+   */
+  releaseQuietlyThen<T>(handle: LockHandle, outcome: () => T): Promise<T> {
+    return handle.release().then(outcome, (error: unknown) => {
+      this.logger.warn(
+        `Releasing ${handle.keys.join(', ')} failed (${(error as Error).message}); it ends with its lease`,
+      );
+      return outcome();
+    });
   }
 
   /** Stops every watchdog and closes the backend. Held locks end with their leases. */
@@ -200,12 +176,131 @@ export class LockService {
     await this.settings.backend.close();
   }
 
+  /**
+   * One key and no lock held by the calling chain, so no reentrancy to look
+   * for: the common case, kept to one reaction on the store's answer (every
+   * promise costs a hook call while an `AsyncLocalStorage` is in use).
+   */
+  private acquireOne(attempt: Attempt): Promise<LockHandle> {
+    const name = attempt.names[0];
+    const storeKey = this.storeKey(name);
+    const sentAt = Date.now();
+    let pending: Promise<LockGrant | LockBusy>;
+    try {
+      pending = this.settings.backend.acquire(
+        this.request(attempt, storeKey, sentAt),
+      );
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    return pending.then((result) => {
+      if (!result.acquired) throw this.notAcquired(name, attempt, result);
+      const held = this.hold(name, storeKey, attempt, result, sentAt);
+      return new LockHandle([held], this.releaseHeld, false);
+    });
+  }
+
+  /** Several keys, or a chain that holds locks already: takes the keys in order, joining held ones. */
+  private async acquireEach(
+    attempt: Attempt,
+    outer: ReadonlyMap<string, HeldKey> | undefined,
+  ): Promise<LockHandle> {
+    const taken: HeldKey[] = [];
+    let reentrant = true;
+    try {
+      for (const name of attempt.names) {
+        const storeKey = this.storeKey(name);
+        const joined = outer?.get(this.scopeKey(storeKey));
+        // A hold the chain already released (the chain outlived it) is not
+        // joined: the key may be someone else's by now.
+        if (joined && joined.holds > 0) {
+          if (joined.lost)
+            throw new LockLostError(
+              name,
+              `Lock "${name}" held by the calling chain was lost`,
+            );
+          joined.holds += 1;
+          taken.push(joined);
+          continue;
+        }
+        reentrant = false;
+        const sentAt = Date.now();
+        const result = await this.settings.backend.acquire(
+          this.request(attempt, storeKey, sentAt),
+        );
+        if (!result.acquired) throw this.notAcquired(name, attempt, result);
+        taken.push(this.hold(name, storeKey, attempt, result, sentAt));
+      }
+    } catch (error) {
+      await this.releaseHeld(taken).catch(() => undefined);
+      throw error;
+    }
+    return new LockHandle(taken, this.releaseHeld, reentrant);
+  }
+
+  private request(
+    attempt: Attempt,
+    storeKey: string,
+    sentAt: number,
+  ): AcquireRequest {
+    return {
+      key: storeKey,
+      token: attempt.token,
+      leaseMs: attempt.policy.leaseMs,
+      waitMs: Math.max(0, attempt.deadline - sentAt),
+      signal: attempt.signal,
+    };
+  }
+
+  private notAcquired(
+    name: string,
+    attempt: Attempt,
+    busy: LockBusy,
+  ): LockNotAcquiredError {
+    return new LockNotAcquiredError(
+      name,
+      Date.now() - attempt.startedAt,
+      busy.retryAfterMs,
+    );
+  }
+
+  /** Starts keeping a granted key: its watchdog or expiry notice. */
+  private hold(
+    name: string,
+    storeKey: string,
+    attempt: Attempt,
+    grant: LockGrant,
+    sentAt: number,
+  ): HeldKey {
+    const held = new HeldKey({
+      name,
+      scopeKey: this.scopeKey(storeKey),
+      storeKey,
+      token: attempt.token,
+      fencingToken: grant.fencingToken,
+      policy: attempt.policy,
+      grantedLeaseMs: grant.leaseMs,
+      sentAt,
+      backend: this.settings.backend,
+      onLost: this.reportLost,
+    });
+    this.active.add(held);
+    return held;
+  }
+
+  /** Identifies a held key in the call chain's scope: this service and the store key. */
+  private scopeKey(storeKey: string): string {
+    return `${this.instanceId}|${storeKey}`;
+  }
+
   // Plain functions returning the store's promise, not async ones: each
   // async layer adds microtask hops to every release.
-  private releaseHeld(held: readonly HeldKey[]): Promise<boolean> {
+  private readonly releaseHeld = (
+    held: readonly HeldKey[],
+  ): Promise<boolean> => {
     if (held.length === 1) return this.releaseOne(held[0]);
     return this.releaseMany(held);
-  }
+  };
 
   private async releaseMany(held: readonly HeldKey[]): Promise<boolean> {
     const results = await Promise.allSettled(
@@ -224,7 +319,10 @@ export class LockService {
     return held.release();
   }
 
-  private reportLost(held: HeldKey, reason: LockLostReason): void {
+  private readonly reportLost = (
+    held: HeldKey,
+    reason: LockLostReason,
+  ): void => {
     this.logger.warn(`Lock "${held.name}" lost while held (${reason})`);
     try {
       this.events.emit('lost', {
@@ -236,7 +334,7 @@ export class LockService {
     } catch (error) {
       this.logger.error(`A "lost" listener threw: ${(error as Error).message}`);
     }
-  }
+  };
 
   private canonicalKeys(keyOrKeys: string | readonly string[]): string[] {
     // One key (the common case) needs no sorting or deduplication.
