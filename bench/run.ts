@@ -11,6 +11,7 @@
  * never because of a speed figure.
  */
 import 'reflect-metadata';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -182,6 +183,11 @@ async function main(): Promise<void> {
     return;
   }
   const config = cli.smoke ? smokeConfig : fullConfig;
+  // @DistributedLock keeps the lock scope in an AsyncLocalStorage, and once
+  // one is used, Node 20 runs a hook for every promise in the process, whoever
+  // creates it. Without this, the contenders that ran before the decorator's
+  // first slice would run without those hooks and every later one with them.
+  new AsyncLocalStorage<object>().run({}, () => undefined);
   const loadAtStart = os.loadavg();
   const startedAt = new Date();
   const progress = new Progress();
