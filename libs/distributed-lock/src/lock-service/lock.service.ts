@@ -86,6 +86,8 @@ export class LockService {
     let attempt: Attempt;
     try {
       if (this.closed) throw new LockNotAcquiredError(String(keyOrKeys), 0);
+      const names = this.canonicalKeys(keyOrKeys);
+      const policy = this.leasePolicy(options.leaseTime);
       const waitTime = checkedMs(
         'waitTime',
         options.waitTime ?? this.settings.waitTime,
@@ -93,8 +95,8 @@ export class LockService {
       );
       const startedAt = Date.now();
       attempt = {
-        names: this.canonicalKeys(keyOrKeys),
-        policy: this.leasePolicy(options.leaseTime),
+        names,
+        policy,
         token: newOwnerToken(),
         startedAt,
         deadline: startedAt + waitTime,
@@ -107,6 +109,7 @@ export class LockService {
     if (attempt.names.length === 1 && !outer) return this.acquireOne(attempt);
     return this.acquireEach(attempt, outer);
   }
+
   /** Like {@link acquire} with `waitTime: 0` by default, but resolves null when busy. */
   async tryAcquire(
     keyOrKeys: string | readonly string[],
@@ -184,7 +187,8 @@ export class LockService {
   private acquireOne(attempt: Attempt): Promise<LockHandle> {
     const name = attempt.names[0];
     const storeKey = this.storeKey(name);
-    const sentAt = Date.now();
+    // Nothing was awaited since the attempt started.
+    const sentAt = attempt.startedAt;
     let pending: Promise<LockGrant | LockBusy>;
     try {
       pending = this.settings.backend.acquire(

@@ -87,6 +87,18 @@ class Inventory {
     await sleep(1);
     throw new Error(`no ${sku} left`);
   }
+
+  // Not async: throws before any promise exists.
+  @DistributedLock('stock:<0>')
+  refuse(sku: string): Promise<never> {
+    throw new Error(`${sku} is not for sale`);
+  }
+
+  // Not async: answers a plain value.
+  @DistributedLock('stock:<0>')
+  count(sku: string): Promise<number> {
+    return sku.length as unknown as Promise<number>;
+  }
 }
 
 /** Calls the decorated method from another provider, as application code does. */
@@ -209,6 +221,16 @@ describe('@DistributedLock on providers', () => {
       const inventory = app.get(Inventory);
       await expect(inventory.sellOut('plum')).rejects.toThrow('no plum left');
       expect(await stored('stock:plum')).toBe(false);
+    });
+
+    it('turns a synchronous throw into a rejection, releasing the lock first', async () => {
+      const inventory = app.get(Inventory);
+      let call: Promise<never> | undefined;
+      expect(() => (call = inventory.refuse('fig'))).not.toThrow();
+      await expect(call).rejects.toThrow('fig is not for sale');
+      expect(await stored('stock:fig')).toBe(false);
+      expect(await inventory.count('fig')).toBe(3);
+      expect(await stored('stock:fig')).toBe(false);
     });
   });
 
