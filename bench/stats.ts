@@ -81,3 +81,33 @@ export function slope(xs: readonly number[], ys: readonly number[]): number {
   }
   return den === 0 ? 0 : num / den;
 }
+
+/** What {@link throughputRatio} reads of a row of A or B. */
+export interface ThroughputRow {
+  readonly id: string;
+  readonly cyclesPerSec: number;
+  readonly slices: readonly {
+    readonly cyclesPerSec: number;
+    readonly baselineCyclesPerSec?: number;
+  }[];
+}
+
+/**
+ * A row's throughput as a ratio to the raw baseline: the median over its
+ * slices of the ratio to the raw slice run beside each (1 for the baseline).
+ */
+export function throughputRatio(
+  row: ThroughputRow,
+  base: ThroughputRow | undefined,
+): number {
+  if (row.id === 'raw') return 1;
+  const paired = row.slices.filter(
+    (slice) => slice.baselineCyclesPerSec !== undefined,
+  );
+  if (paired.length > 0) {
+    return median(
+      paired.map((slice) => slice.cyclesPerSec / slice.baselineCyclesPerSec!),
+    );
+  }
+  return base ? row.cyclesPerSec / base.cyclesPerSec : Number.NaN;
+}

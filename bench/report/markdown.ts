@@ -4,7 +4,7 @@ import {
   pendingMessage,
   flashSaleLoadTool,
 } from '../scenarios/f-flash-sale.js';
-import { pairedRatio } from '../stats.js';
+import { throughputRatio } from '../stats.js';
 import { bytes, int, ms, num, pct, ratio, table } from './format.js';
 import { checkTargets, verdict } from './targets.js';
 
@@ -24,18 +24,12 @@ function uncontendedSection(
   intro: string,
 ): string {
   const base = result.rows.find((r) => r.id === 'raw');
-  const baseRate = base?.slices.map((s) => s.cyclesPerSec) ?? [];
   const b = (pick: (r: NonNullable<typeof base>) => number) =>
     base ? pick(base) : Number.NaN;
   const rows = result.rows.map((r) => {
     const rate = r.error
       ? `failed: ${r.error}`
-      : `${int(r.cyclesPerSec)} (${ratio(
-          pairedRatio(
-            r.slices.map((s) => s.cyclesPerSec),
-            baseRate,
-          ),
-        )})`;
+      : `${int(r.cyclesPerSec)} (${ratio(throughputRatio(r, base))})`;
     if (result.scenario === 'A') {
       return [
         r.label,
@@ -148,7 +142,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
     '## Method',
     '',
     '- Every Redis server is a private `redis-server` started by the benchmark on a free loopback port, without persistence, and stopped at the end. The database is flushed between slices.',
-    '- Contenders run one after another in short slices, and every repetition runs each contender once in a rotated order, so the noise of the shared machine reaches all of them alike. Tables show the **median over the repetitions**; `(1.05x)` after a figure is its ratio to the raw baseline of the same run (throughput: the median of the per-repetition ratios; latencies: the ratio of the medians).',
+    '- Contenders run one after another in short slices, and every repetition runs each contender once in a rotated order, so the noise of the shared machine reaches all of them alike. Tables show the **median over the repetitions**; `(1.05x)` after a figure is its ratio to the raw baseline of the same run (throughput: the median of the per-repetition ratios; latencies: the ratio of the medians). In A and B the raw baseline also runs a slice right beside each slice of every other contender, before it in one repetition and after it in the next, and a throughput ratio is the median of those side-by-side ratios: slow phases of the machine last seconds, longer than a repetition takes to get from one contender to another.',
     `- Every contender takes a lease of ${r.config.ttlMs} ms. Ours runs at the module defaults (watchdog lease) unless the row says otherwise; the peers at their defaults, and in C also with their retry delay tuned down to 10 ms (200 retries, so the wait budget stays at the defaults' 2 s). In A and B nobody ever retries, so the tuned variants are left out there.`,
     "- The benchmark process uses an `AsyncLocalStorage` from the start, as `@DistributedLock` does (it keeps the lock scope there). On Node 20 that makes every promise in the process, any contender's, run a hook; starting with it on keeps the conditions equal for every slice, those of an app that uses the decorator.",
     '- Latencies are measured with `performance.now()` around each call. In C every loop stamps the moment its release begins and the moment its acquisition resolves on a clock shared by all processes (`performance.timeOrigin + performance.now()`); a hand-off is the time from a release beginning to the next acquisition, counted only when the next holder is a different contender. An acquisition that gives up (retries exhausted) is retried at once, and its wait runs on from the first attempt; waits still open when the window closes count as waits too.',

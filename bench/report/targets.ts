@@ -1,6 +1,6 @@
 import type { BenchResults } from '../results.js';
 import { heapToleranceBytes } from '../scenarios/g-soak.js';
-import { pairedRatio } from '../stats.js';
+import { throughputRatio } from '../stats.js';
 import { bytes, ms, num, ratio } from './format.js';
 
 export interface TargetCheck {
@@ -25,10 +25,7 @@ export function checkTargets(r: BenchResults): TargetCheck[] {
       const row = result.rows.find((x) => x.id === id);
       if (!row || !base) continue;
       // The same paired ratio as the report's tables.
-      const value = pairedRatio(
-        row.slices.map((x) => x.cyclesPerSec),
-        base.slices.map((x) => x.cyclesPerSec),
-      );
+      const value = throughputRatio(row, base);
       checks.push({
         scenario,
         target: `${row.label}: cycles/s >= ${min.toFixed(2)}x raw`,

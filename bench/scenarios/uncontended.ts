@@ -11,6 +11,8 @@ export interface UncontendedSlice {
   readonly acquire: LatencySummary;
   readonly release: LatencySummary;
   readonly cycle: LatencySummary;
+  /** cycles/s of the raw baseline's slice run right beside this one. */
+  readonly baselineCyclesPerSec?: number;
 }
 
 export interface UncontendedRow {
@@ -51,21 +53,46 @@ export async function runUncontended(
   const loops = scenario === 'A' ? 1 : loopsB;
   const slices = new Map<string, UncontendedSlice[]>(ids.map((id) => [id, []]));
   const errors = new Map<string, string>();
+  const run = async (id: string, rep: number) => {
+    ctx.progress.step(`${scenario}: ${id} (rep ${rep + 1}/${reps})`);
+    if (errors.has(id)) return undefined;
+    try {
+      return await runSlice(ctx, scenario, id, rep, loops, warmupMs, sliceMs);
+    } catch (error) {
+      errors.set(id, errorText(error));
+      ctx.progress.log(`${scenario}: ${id} failed: ${errorText(error)}`);
+      return undefined;
+    } finally {
+      await ctx.admin.flushall();
+    }
+  };
+  const others = ids.filter((id) => id !== 'raw');
   for (let rep = 0; rep < reps; rep++) {
-    for (const id of rotation(ids, rep)) {
-      ctx.progress.step(`${scenario}: ${id} (rep ${rep + 1}/${reps})`);
-      if (errors.has(id)) continue;
-      try {
+    for (const [index, id] of rotation(others, rep).entries()) {
+      // Every slice is paired with a slice of the raw baseline right beside
+      // it, first before and then after it: the machine's slow phases last
+      // seconds, longer than a repetition's distance between two slices.
+      let own: UncontendedSlice | undefined;
+      let base: UncontendedSlice | undefined;
+      if (ids.includes('raw') && (rep + index) % 2 === 0) {
+        base = await run('raw', rep);
+        own = await run(id, rep);
+      } else {
+        own = await run(id, rep);
+        if (ids.includes('raw')) base = await run('raw', rep);
+      }
+      if (base) slices.get('raw')!.push(base);
+      if (own) {
         slices
           .get(id)!
           .push(
-            await runSlice(ctx, scenario, id, rep, loops, warmupMs, sliceMs),
+            base ? { ...own, baselineCyclesPerSec: base.cyclesPerSec } : own,
           );
-      } catch (error) {
-        errors.set(id, errorText(error));
-        ctx.progress.log(`${scenario}: ${id} failed: ${errorText(error)}`);
       }
-      await ctx.admin.flushall();
+    }
+    if (others.length === 0 && ids.includes('raw')) {
+      const base = await run('raw', rep);
+      if (base) slices.get('raw')!.push(base);
     }
   }
   return {
@@ -95,8 +122,9 @@ export async function runUncontended(
   };
 }
 
+/** Slices in one scenario: each contender's, and a raw one beside each of them. */
 export function plannedUncontended(ctx: BenchContext, count: number): number {
-  return ctx.config.uncontended.reps * count;
+  return ctx.config.uncontended.reps * Math.max(1, 2 * (count - 1));
 }
 
 async function runSlice(
