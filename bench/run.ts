@@ -227,7 +227,10 @@ async function main(): Promise<void> {
   };
   const planned: Record<Scenario, number> = {
     A: plannedUncontended(ctx, cli.pick(uncontendedIds).length),
-    B: plannedUncontended(ctx, cli.pick(uncontendedIds).length),
+    // B also counts each contender's promises per cycle, one short step each.
+    B:
+      plannedUncontended(ctx, cli.pick(uncontendedIds).length) +
+      cli.pick(uncontendedIds).length,
     C: plannedContention(ctx, cli.pick(contentionIds).length),
     D: plannedQuorum(ctx, cli.pick(quorumIds).length),
     E: plannedServerCeiling,

@@ -69,6 +69,12 @@ function uncontendedSection(
         b((x) => x.cycleP99),
         ms,
       ),
+      withRatio(
+        r.nodeCpuUsPerCycle ?? Number.NaN,
+        b((x) => x.nodeCpuUsPerCycle ?? Number.NaN),
+        (v) => num(v, 1),
+      ),
+      r.promisesPerCycle === undefined ? '-' : num(r.promisesPerCycle, 1),
     ];
   });
   const header =
@@ -81,13 +87,20 @@ function uncontendedSection(
           'release p50 ms',
           'release p99 ms',
         ]
-      : ['contender', 'cycles/s (x raw)', 'cycle p50 ms', 'cycle p99 ms'];
+      : [
+          'contender',
+          'cycles/s (x raw)',
+          'cycle p50 ms',
+          'cycle p99 ms',
+          'Node CPU µs/cycle',
+          'promises/cycle',
+        ];
   return [
     `## ${title}`,
     '',
     intro,
     '',
-    table(header, rows, ['l', 'r', 'r', 'r', 'r', 'r']),
+    table(header, rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r']),
     '',
   ].join('\n');
 }
@@ -189,7 +202,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
       uncontendedSection(
         r.B,
         `B. ${r.B.loops} concurrent loops, distinct keys`,
-        `${r.B.loops} loops on one client (one instance of each contender), each loop on its own key; a cycle is acquire + release. ${r.B.reps} repetitions of ${r.B.sliceMs} ms.`,
+        `${r.B.loops} loops on one client (one instance of each contender), each loop on its own key; a cycle is acquire + release. ${r.B.reps} repetitions of ${r.B.sliceMs} ms. "Node CPU" is the benchmark process's CPU time (user + system, so it includes the socket calls) per cycle over each measured window; "promises/cycle" counts the promises the process creates per cycle, by an async hook over 1,000 sequential cycles after the slices. With two cores shared by Node and Redis, Node's work per cycle is what bounds B.`,
       ),
     );
   }

@@ -1,3 +1,4 @@
+import { createHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import { contender, uncontendedIds } from '../contenders/index.js';
 import { collectGarbage } from '../gc.js';
@@ -11,6 +12,8 @@ export interface UncontendedSlice {
   readonly acquire: LatencySummary;
   readonly release: LatencySummary;
   readonly cycle: LatencySummary;
+  /** CPU time (user + system) of the benchmark process per cycle, in µs. */
+  readonly nodeCpuUsPerCycle: number;
   /** cycles/s of the raw baseline's slice run right beside this one. */
   readonly baselineCyclesPerSec?: number;
 }
@@ -29,6 +32,9 @@ export interface UncontendedRow {
   readonly releaseP99: number;
   readonly cycleP50: number;
   readonly cycleP99: number;
+  readonly nodeCpuUsPerCycle: number;
+  /** B only: promises created per cycle (async_hooks), a count free of noise. */
+  readonly promisesPerCycle?: number;
 }
 
 export interface UncontendedResult {
@@ -95,6 +101,22 @@ export async function runUncontended(
       if (base) slices.get('raw')!.push(base);
     }
   }
+  const promises = new Map<string, number>();
+  if (scenario === 'B') {
+    for (const id of ids) {
+      if (errors.has(id)) continue;
+      ctx.progress.step(`B: promises per cycle, ${id}`);
+      try {
+        promises.set(id, await countPromises(ctx, id));
+      } catch (error) {
+        ctx.progress.log(
+          `B: counting promises of ${id} failed: ${errorText(error)}`,
+        );
+      } finally {
+        await ctx.admin.flushall();
+      }
+    }
+  }
   return {
     scenario,
     loops,
@@ -117,6 +139,8 @@ export async function runUncontended(
         releaseP99: m((x) => x.release.p99),
         cycleP50: m((x) => x.cycle.p50),
         cycleP99: m((x) => x.cycle.p99),
+        nodeCpuUsPerCycle: m((x) => x.nodeCpuUsPerCycle),
+        promisesPerCycle: promises.get(id),
       };
     }),
   };
@@ -150,6 +174,17 @@ async function runSlice(
     collectGarbage();
     const warmEnd = performance.now() + warmupMs;
     const end = warmEnd + sliceMs;
+    // The process's CPU time over the measured window, read by timers at its
+    // edges (the loops give the event loop a turn after every call).
+    let cpuAtWarmEnd: NodeJS.CpuUsage | undefined;
+    let cpuInWindow: NodeJS.CpuUsage | undefined;
+    const marks = [
+      setTimeout(() => (cpuAtWarmEnd = process.cpuUsage()), warmupMs),
+      setTimeout(
+        () => (cpuInWindow = process.cpuUsage(cpuAtWarmEnd)),
+        warmupMs + sliceMs,
+      ),
+    ];
     const loop = async (index: number) => {
       const prefix = `bench:${scenario}:${id}:${rep}:${index}`;
       for (let n = 0; ; n++) {
@@ -171,12 +206,51 @@ async function runSlice(
       }
     };
     await Promise.all(Array.from({ length: loops }, (_, i) => loop(i)));
+    for (const mark of marks) clearTimeout(mark);
+    cpuInWindow ??= process.cpuUsage(cpuAtWarmEnd);
     return {
       cyclesPerSec: (cycles * 1000) / sliceMs,
+      nodeCpuUsPerCycle:
+        cycles > 0
+          ? (cpuInWindow.user + cpuInWindow.system) / cycles
+          : Number.NaN,
       acquire: summarize(acquire),
       release: summarize(release),
       cycle: summarize(cycle),
     };
+  } finally {
+    await instance.close();
+  }
+}
+
+/**
+ * Promises the process creates per uncontended cycle of `id`, counted by an
+ * async hook over sequential cycles after a warm-up. Every one is work for
+ * Node, and a hook call more while an AsyncLocalStorage is in use.
+ */
+async function countPromises(ctx: BenchContext, id: string): Promise<number> {
+  const instance = await contender(id).create({ urls: [ctx.server.url] });
+  const ttlMs = ctx.config.ttlMs;
+  const cycle = async () => {
+    const held = await instance.acquire('bench:B:promises', { ttlMs });
+    await held.release();
+  };
+  try {
+    for (let n = 0; n < 200; n++) await cycle();
+    let promises = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'PROMISE') promises += 1;
+      },
+    });
+    const cycles = 1000;
+    hook.enable();
+    try {
+      for (let n = 0; n < cycles; n++) await cycle();
+    } finally {
+      hook.disable();
+    }
+    return promises / cycles;
   } finally {
     await instance.close();
   }
