@@ -7,7 +7,8 @@
  * A single-Redis backend, an in-memory backend and (later) a quorum backend over
  * several Redis nodes all implement this, so callers never change.
  *
- * Keys passed to a backend are already validated and prefixed.
+ * Keys passed to a backend are already validated and prefixed. Every method
+ * reports failure by rejecting, never by throwing.
  */
 export interface LockBackend {
   /**

@@ -147,7 +147,14 @@ export class HeldKey {
   release(): Promise<boolean> {
     this.stop();
     const wasLost = this.lost;
-    return this.backend.release(this.storeKey, this.token).then((released) => {
+    let pending: Promise<boolean>;
+    try {
+      pending = this.backend.release(this.storeKey, this.token);
+    } catch (error) {
+      // A backend that throws instead of rejecting still fails as a rejection.
+      return Promise.reject(error as Error);
+    }
+    return pending.then((released) => {
       if (!released && !wasLost) this.markLost('taken-over');
       return released && !wasLost;
     });
