@@ -138,7 +138,7 @@ function lockedCall(
     try {
       result = handle.run(() => method.apply(instance, args));
     } catch (error) {
-      return releaseThen(service, handle, () => {
+      return service.releaseQuietlyThen(handle, () => {
         throw error;
       });
     }
@@ -150,22 +150,13 @@ function lockedCall(
       (value) =>
         isObservable(value)
           ? holdDuring(value, handle, () => service.releaseQuietly(handle))
-          : releaseThen(service, handle, () => value),
+          : service.releaseQuietlyThen(handle, () => value),
       (error: unknown) =>
-        releaseThen(service, handle, () => {
+        service.releaseQuietlyThen(handle, () => {
           throw error;
         }),
     );
   });
-}
-
-/** Releases `handle` (a failure is only logged), then settles as `outcome` does. */
-function releaseThen<T>(
-  service: LockService,
-  handle: LockHandle,
-  outcome: () => T,
-): Promise<T> {
-  return service.releaseQuietlyThen(handle, outcome);
 }
 
 function lockedObservable(
