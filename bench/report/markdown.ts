@@ -18,6 +18,23 @@ function withRatio(
   return `${format(value)} (${ratio(value / base)})`;
 }
 
+/** The Node side of the uncontended gap, from B's promise counts and CPU times. */
+function nodeSide(r: BenchResults): string {
+  const rows = r.B?.rows ?? [];
+  const raw = rows.find((x) => x.id === 'raw');
+  const service = rows.find((x) => x.id === 'ours-service');
+  const decorator = rows.find((x) => x.id === 'ours-decorator');
+  if (
+    raw?.promisesPerCycle === undefined ||
+    service?.promisesPerCycle === undefined ||
+    decorator?.promisesPerCycle === undefined
+  )
+    return '';
+  const cpu = (row: typeof raw) =>
+    ratio(row.nodeCpuUsPerCycle / raw.nodeCpuUsPerCycle);
+  return ` The rest is Node's work (B's last two columns): a cycle creates ${num(service.promisesPerCycle, 0)} promises through \`LockService\` and ${num(decorator.promisesPerCycle, 0)} through the decorator, against ${num(raw.promisesPerCycle, 0)} for the raw lock, and with an \`AsyncLocalStorage\` in use (see Method) each one calls a hook; the process's CPU time per B cycle was ${cpu(service)} and ${cpu(decorator)} of the raw lock's.`;
+}
+
 function uncontendedSection(
   result: UncontendedResult,
   title: string,
@@ -193,7 +210,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
   const serverTime = r.E?.serverTime;
   if ((r.A || r.B) && serverTime) {
     out.push(
-      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients. The row "ours: LockService + fence()" also asks for a fencing token in every hold, one more round trip and script (E), which the raw lock cannot offer at all.`,
+      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients.${nodeSide(r)} The row "ours: LockService + fence()" also asks for a fencing token in every hold, one more round trip and script (E), which the raw lock cannot offer at all.`,
       '',
     );
   }
