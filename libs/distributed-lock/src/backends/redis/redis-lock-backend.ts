@@ -664,12 +664,11 @@ export class RedisLockBackend implements LockBackend {
 
   /** Whether `key` should skip the bare `SET`: someone here waits for it, or it was busy lately. */
   private isContended(key: string): boolean {
-    if (this.waitersByKey.has(key)) return true;
-    const until = this.contended.get(key);
-    if (until === undefined) return false;
-    if (until > Date.now()) return true;
-    this.contended.delete(key);
-    return false;
+    if (this.contended.size > 0) forgetExpired(this.contended, Date.now());
+    // Nobody here waits and no key was busy lately: the common case, answered
+    // without hashing the key (a string built for this acquisition).
+    if (this.waitersByKey.size === 0 && this.contended.size === 0) return false;
+    return this.waitersByKey.has(key) || this.contended.has(key);
   }
 
   private rememberContended(key: string): void {
@@ -903,12 +902,17 @@ function rememberFor(
   ms: number,
 ): void {
   const now = Date.now();
+  forgetExpired(memory, now);
+  memory.delete(key);
+  memory.set(key, now + ms);
+}
+
+/** Drops the entries of a {@link rememberFor} memory that expired by `now`. */
+function forgetExpired(memory: Map<string, number>, now: number): void {
   for (const [old, until] of memory) {
     if (until > now) break;
     memory.delete(old);
   }
-  memory.delete(key);
-  memory.set(key, now + ms);
 }
 
 function closedError(): LockBackendError {
