@@ -142,10 +142,8 @@ function lockedCall(
         throw error;
       });
     }
-    if (isObservable(result)) {
-      // Declared without an Observable return type: still hold until the stream ends.
-      return holdDuring(result, handle, () => service.releaseQuietly(handle));
-    }
+    // An Observable from a method declared without that return type: hold
+    // the lock until the stream ends.
     return Promise.resolve(result).then(
       (value) =>
         isObservable(value)
