@@ -225,12 +225,11 @@ async function main(): Promise<void> {
     F: config.flashSale.reps > 0 ? 45 : 0.1,
     G: config.soak.cycles / config.soak.checkpoints / 6_000,
   };
+  const uncontendedCount = cli.pick(uncontendedIds).length;
   const planned: Record<Scenario, number> = {
-    A: plannedUncontended(ctx, cli.pick(uncontendedIds).length),
+    A: plannedUncontended(ctx, uncontendedCount),
     // B also counts each contender's promises per cycle, one short step each.
-    B:
-      plannedUncontended(ctx, cli.pick(uncontendedIds).length) +
-      cli.pick(uncontendedIds).length,
+    B: plannedUncontended(ctx, uncontendedCount) + uncontendedCount,
     C: plannedContention(ctx, cli.pick(contentionIds).length),
     D: plannedQuorum(ctx, cli.pick(quorumIds).length),
     E: plannedServerCeiling,

@@ -109,5 +109,11 @@ export function throughputRatio(
       paired.map((slice) => slice.cyclesPerSec / slice.baselineCyclesPerSec!),
     );
   }
-  return base ? row.cyclesPerSec / base.cyclesPerSec : Number.NaN;
+  // A run from before the pairing: its repetitions' ratios.
+  return base
+    ? pairedRatio(
+        row.slices.map((slice) => slice.cyclesPerSec),
+        base.slices.map((slice) => slice.cyclesPerSec),
+      )
+    : Number.NaN;
 }

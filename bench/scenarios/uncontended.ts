@@ -73,20 +73,16 @@ export async function runUncontended(
     }
   };
   const others = ids.filter((id) => id !== 'raw');
+  const withRaw = ids.includes('raw');
   for (let rep = 0; rep < reps; rep++) {
     for (const [index, id] of rotation(others, rep).entries()) {
       // Every slice is paired with a slice of the raw baseline right beside
       // it, first before and then after it: the machine's slow phases last
       // seconds, longer than a repetition's distance between two slices.
-      let own: UncontendedSlice | undefined;
-      let base: UncontendedSlice | undefined;
-      if (ids.includes('raw') && (rep + index) % 2 === 0) {
-        base = await run('raw', rep);
-        own = await run(id, rep);
-      } else {
-        own = await run(id, rep);
-        if (ids.includes('raw')) base = await run('raw', rep);
-      }
+      const rawFirst = withRaw && (rep + index) % 2 === 0;
+      const before = rawFirst ? await run('raw', rep) : undefined;
+      const own = await run(id, rep);
+      const base = rawFirst || !withRaw ? before : await run('raw', rep);
       if (base) slices.get('raw')!.push(base);
       if (own) {
         slices
@@ -96,7 +92,7 @@ export async function runUncontended(
           );
       }
     }
-    if (others.length === 0 && ids.includes('raw')) {
+    if (others.length === 0 && withRaw) {
       const base = await run('raw', rep);
       if (base) slices.get('raw')!.push(base);
     }
