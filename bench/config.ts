@@ -6,7 +6,10 @@ export interface BenchConfig {
   readonly uncontended: {
     readonly reps: number;
     readonly warmupMs: number;
+    /** Measured time of each contender per repetition. */
     readonly sliceMs: number;
+    /** A contender and the raw baseline beside it take turns this long. */
+    readonly switchMs: number;
     /** Concurrent loops in B. */
     readonly loopsB: number;
   };
@@ -48,7 +51,13 @@ export interface BenchConfig {
 export const fullConfig: BenchConfig = {
   mode: 'full',
   ttlMs: 10_000,
-  uncontended: { reps: 11, warmupMs: 200, sliceMs: 500, loopsB: 64 },
+  uncontended: {
+    reps: 11,
+    warmupMs: 200,
+    sliceMs: 500,
+    switchMs: 50,
+    loopsB: 64,
+  },
   contention: {
     reps: 3,
     windowMs: 2_000,
@@ -74,7 +83,13 @@ export const fullConfig: BenchConfig = {
 export const smokeConfig: BenchConfig = {
   mode: 'smoke',
   ttlMs: 10_000,
-  uncontended: { reps: 1, warmupMs: 100, sliceMs: 300, loopsB: 64 },
+  uncontended: {
+    reps: 1,
+    warmupMs: 100,
+    sliceMs: 200,
+    switchMs: 50,
+    loopsB: 64,
+  },
   contention: {
     reps: 1,
     windowMs: 400,

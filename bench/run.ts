@@ -50,7 +50,11 @@ import {
 } from './scenarios/e-server.js';
 import { plannedFlashSale, runFlashSale } from './scenarios/f-flash-sale.js';
 import { plannedSoak, runSoak } from './scenarios/g-soak.js';
-import { plannedUncontended, runUncontended } from './scenarios/uncontended.js';
+import {
+  plannedUncontended,
+  runUncontended,
+  UncontendedWorkers,
+} from './scenarios/uncontended.js';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const allScenarios = ['A', 'B', 'C', 'D', 'E', 'F', 'G'] as const;
@@ -217,8 +221,8 @@ async function main(): Promise<void> {
 
   const u = config.uncontended;
   const secondsEach: Record<Scenario, number> = {
-    A: (u.warmupMs + u.sliceMs) / 1000 + 0.2,
-    B: (u.warmupMs + u.sliceMs) / 1000 + 0.2,
+    A: (2 * (u.warmupMs + u.sliceMs)) / 1000 + 0.3,
+    B: (2 * (u.warmupMs + u.sliceMs)) / 1000 + 0.3,
     C: config.contention.windowMs / 1000 + 0.6,
     D: (config.quorum.warmupMs + config.quorum.sliceMs) / 1000 + 0.2,
     E: config.server.requests / 30_000,
@@ -239,6 +243,7 @@ async function main(): Promise<void> {
   for (const s of cli.only) progress.plan(planned[s], secondsEach[s]);
 
   const results: Partial<Record<Scenario, unknown>> = {};
+  const uncontendedWorkers = new UncontendedWorkers();
   const attempt = async <T>(name: Scenario, run: () => Promise<T>) => {
     if (!wants(name)) return;
     progress.phase(secondsEach[name]);
@@ -251,11 +256,12 @@ async function main(): Promise<void> {
   };
   try {
     await attempt('A', () =>
-      runUncontended(ctx, 'A', cli.pick(uncontendedIds)),
+      runUncontended(ctx, 'A', uncontendedWorkers, cli.pick(uncontendedIds)),
     );
     await attempt('B', () =>
-      runUncontended(ctx, 'B', cli.pick(uncontendedIds)),
+      runUncontended(ctx, 'B', uncontendedWorkers, cli.pick(uncontendedIds)),
     );
+    await uncontendedWorkers.stop();
     await attempt('C', () =>
       runContentionScenario(ctx, cli.pick(contentionIds)),
     );
@@ -265,6 +271,7 @@ async function main(): Promise<void> {
     await attempt('G', () => runSoak(ctx));
   } finally {
     progress.finish();
+    await uncontendedWorkers.stop();
     admin.disconnect();
     await Promise.all(servers.map((s) => s.stop().catch(() => undefined)));
   }

@@ -18,6 +18,26 @@ function withRatio(
   return `${format(value)} (${ratio(value / base)})`;
 }
 
+/** Whether A and B ran each contender in turns beside the raw baseline, in a worker process (runs from before that did not). */
+function tookTurns(r: BenchResults): boolean {
+  return (r.A ?? r.B)?.switchMs !== undefined;
+}
+
+/** How A and B placed the raw baseline beside each contender, as the run did it. */
+function sideBySideMethod(r: BenchResults): string {
+  if (!tookTurns(r)) {
+    return 'In A and B the raw baseline also runs a slice right beside each slice of every other contender, before it in one repetition and after it in the next, and a throughput ratio is the median of those side-by-side ratios: slow phases of the machine last seconds, longer than a repetition takes to get from one contender to another.';
+  }
+  return "In A and B each contender runs in a worker process of its own together with an instance of the raw baseline, and the two take turns of a few tens of ms until each has had its slice (after unmeasured warm-up turns); a throughput ratio is the median over the repetitions of the ratio within each slice. The machine's slow phases come and go within a second, so only turns this short meet the same conditions. A process per contender keeps one library's calls from shaping V8's optimisation of code that another uses too (ioredis, Node's streams), as JMH forks a JVM per benchmark.";
+}
+
+/** ", in turns of N ms beside the raw baseline" for runs that took turns. */
+function turns(result: UncontendedResult): string {
+  return result.switchMs === undefined
+    ? ''
+    : `, in turns of ${result.switchMs} ms beside the raw baseline`;
+}
+
 /** The Node side of the uncontended gap, from B's promise counts and CPU times. */
 function nodeSide(r: BenchResults): string {
   const rows = r.B?.rows ?? [];
@@ -172,9 +192,11 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
     '## Method',
     '',
     '- Every Redis server is a private `redis-server` started by the benchmark on a free loopback port, without persistence, and stopped at the end. The database is flushed between slices.',
-    '- Contenders run one after another in short slices, and every repetition runs each contender once in a rotated order, so the noise of the shared machine reaches all of them alike. Tables show the **median over the repetitions**; `(1.05x)` after a figure is its ratio to the raw baseline of the same run (throughput: the median of the per-repetition ratios; latencies: the ratio of the medians). In A and B the raw baseline also runs a slice right beside each slice of every other contender, before it in one repetition and after it in the next, and a throughput ratio is the median of those side-by-side ratios: slow phases of the machine last seconds, longer than a repetition takes to get from one contender to another.',
+    '- Contenders run one after another in short slices, and every repetition runs each contender once in a rotated order, so the noise of the shared machine reaches all of them alike. Tables show the **median over the repetitions**; `(1.05x)` after a figure is its ratio to the raw baseline of the same run (throughput: the median of the per-repetition ratios; latencies: the ratio of the medians).' +
+      ' ' +
+      sideBySideMethod(r),
     `- Every contender takes a lease of ${r.config.ttlMs} ms. Ours runs at the module defaults (watchdog lease) unless the row says otherwise; the peers at their defaults, and in C also with their retry delay tuned down to 10 ms (200 retries, so the wait budget stays at the defaults' 2 s). In A and B nobody ever retries, so the tuned variants are left out there.`,
-    "- The benchmark process uses an `AsyncLocalStorage` from the start, as `@DistributedLock` does (it keeps the lock scope there). On Node 20 that makes every promise in the process, any contender's, run a hook; starting with it on keeps the conditions equal for every slice, those of an app that uses the decorator.",
+    `- The benchmark process${tookTurns(r) ? ', and each worker process of A and B,' : ''} uses an \`AsyncLocalStorage\` from the start, as \`@DistributedLock\` does (it keeps the lock scope there). On Node 20 that makes every promise in the process, any contender's, run a hook; starting with it on keeps the conditions equal for every slice, those of an app that uses the decorator.`,
     '- Latencies are measured with `performance.now()` around each call. In C every loop stamps the moment its release begins and the moment its acquisition resolves on a clock shared by all processes (`performance.timeOrigin + performance.now()`); a hand-off is the time from a release beginning to the next acquisition, counted only when the next holder is a different contender. An acquisition that gives up (retries exhausted) is retried at once, and its wait runs on from the first attempt; waits still open when the window closes count as waits too.',
     '',
     '## Machine and versions',
@@ -203,7 +225,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
       uncontendedSection(
         r.A,
         'A. One client, sequential cycles',
-        `One loop acquires and releases, one lock at a time, rotating over 1,000 keys. ${r.A.reps} repetitions of ${r.A.sliceMs} ms per contender.`,
+        `One loop acquires and releases, one lock at a time, rotating over 1,000 keys. ${r.A.reps} repetitions of ${r.A.sliceMs} ms per contender${turns(r.A)}.`,
       ),
     );
   }
@@ -219,7 +241,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
       uncontendedSection(
         r.B,
         `B. ${r.B.loops} concurrent loops, distinct keys`,
-        `${r.B.loops} loops on one client (one instance of each contender), each loop on its own key; a cycle is acquire + release. ${r.B.reps} repetitions of ${r.B.sliceMs} ms. "Node CPU" is the benchmark process's CPU time (user + system, so it includes the socket calls) per cycle over each measured window; "promises/cycle" counts the promises the process creates per cycle, by an async hook over 1,000 sequential cycles after the slices. With two cores shared by Node and Redis, Node's work per cycle is what bounds B.`,
+        `${r.B.loops} loops on one client (one instance of each contender), each loop on its own key; a cycle is acquire + release. ${r.B.reps} repetitions of ${r.B.sliceMs} ms${turns(r.B)}. "Node CPU" is the CPU time of the process that ran the contender (user + system, so it includes the socket calls) per cycle over its measured time; "promises/cycle" counts the promises the process creates per cycle, by an async hook over 1,000 sequential cycles after the slices. With two cores shared by Node and Redis, Node's work per cycle is what bounds B.`,
       ),
     );
   }

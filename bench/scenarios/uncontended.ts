@@ -1,9 +1,14 @@
 import { createHook } from 'node:async_hooks';
-import { performance } from 'node:perf_hooks';
 import { contender, uncontendedIds } from '../contenders/index.js';
-import { collectGarbage } from '../gc.js';
-import { median, summarize, type LatencySummary } from '../stats.js';
-import { errorText, rotation, type BenchContext } from './context.js';
+import { median, type LatencySummary } from '../stats.js';
+import { BenchWorker } from '../workers/pool.js';
+import {
+  errorText,
+  rotation,
+  withTimeout,
+  type BenchContext,
+} from './context.js';
+import type { SideBySideSpec } from './side-by-side.js';
 
 /** One slice of A or B for one contender. */
 export interface UncontendedSlice {
@@ -12,9 +17,9 @@ export interface UncontendedSlice {
   readonly acquire: LatencySummary;
   readonly release: LatencySummary;
   readonly cycle: LatencySummary;
-  /** CPU time (user + system) of the benchmark process per cycle, in µs. */
+  /** CPU time (user + system) per cycle of the process that ran the slice, in µs. */
   readonly nodeCpuUsPerCycle: number;
-  /** cycles/s of the raw baseline's slice run right beside this one. */
+  /** cycles/s of the raw baseline over the turns it took beside this slice. */
   readonly baselineCyclesPerSec?: number;
 }
 
@@ -42,47 +47,92 @@ export interface UncontendedResult {
   readonly loops: number;
   readonly reps: number;
   readonly sliceMs: number;
+  /** Length of a turn in a side-by-side slice (absent in runs from before turns). */
+  readonly switchMs?: number;
   readonly rows: UncontendedRow[];
 }
 
 /**
  * A (one loop) and B (`loops` concurrent loops), each loop on its own keys,
- * no contention. Contenders run in interleaved slices: every repetition runs
- * each contender once, for `sliceMs` after `warmupMs` of unmeasured warm-up.
+ * no contention. Every repetition runs each contender once, side by side with
+ * the raw baseline: both are open at once and take turns of `switchMs` over
+ * `sliceMs` each (after `warmupMs` of unmeasured turns), so that the shared
+ * machine's slow phases, which come and go within a second, reach both alike.
+ * Each contender and its raw baseline run in a worker process of their own:
+ * in one process for all, whichever library ran before would leave V8's type
+ * feedback in the code they share (ioredis, Node's streams) shaped by its
+ * calls, and slow down whoever calls it differently (JMH forks a fresh JVM
+ * per benchmark for the same reason).
  */
 export async function runUncontended(
   ctx: BenchContext,
   scenario: 'A' | 'B',
+  workers: UncontendedWorkers,
   ids: readonly string[] = uncontendedIds,
 ): Promise<UncontendedResult> {
-  const { reps, warmupMs, sliceMs, loopsB } = ctx.config.uncontended;
+  const { reps, warmupMs, sliceMs, switchMs, loopsB } = ctx.config.uncontended;
   const loops = scenario === 'A' ? 1 : loopsB;
   const slices = new Map<string, UncontendedSlice[]>(ids.map((id) => [id, []]));
   const errors = new Map<string, string>();
-  const run = async (id: string, rep: number) => {
-    ctx.progress.step(`${scenario}: ${id} (rep ${rep + 1}/${reps})`);
-    if (errors.has(id)) return undefined;
+  const others = ids.filter((id) => id !== 'raw');
+  const withRaw = ids.includes('raw');
+  // Started all at once: they load while the first pairs run.
+  for (const id of others.length > 0 ? others : ids) workers.for(id);
+  const run = async (
+    id: string,
+    pair: readonly string[],
+    rep: number,
+  ): Promise<Record<string, UncontendedSlice>> => {
+    ctx.progress.step(
+      `${scenario}: ${pair.join(' | ')} (rep ${rep + 1}/${reps})`,
+    );
+    if (pair.some((each) => errors.has(each))) return {};
+    const spec: SideBySideSpec = {
+      ids: pair,
+      url: ctx.server.url,
+      prefix: `bench:${scenario}:${rep}`,
+      loops,
+      ttlMs: ctx.config.ttlMs,
+      warmupMs,
+      sliceMs,
+      switchMs,
+    };
+    const fail = (failed: string, text: string) => {
+      errors.set(failed, text);
+      ctx.progress.log(`${scenario}: ${failed} failed: ${text}`);
+      return {};
+    };
+    const worker = workers.for(id);
     try {
-      return await runSlice(ctx, scenario, id, rep, loops, warmupMs, sliceMs);
+      await worker.ready;
+      const reply = await withTimeout(
+        worker.request({ type: 'side-by-side', spec }),
+        2 * (warmupMs + sliceMs) + 60_000,
+        `${scenario} side by side with ${id}`,
+      );
+      const outcome = reply.sideBySide!;
+      if ('failed' in outcome)
+        return fail(outcome.failed.id, outcome.failed.error);
+      return outcome.slices;
     } catch (error) {
-      errors.set(id, errorText(error));
-      ctx.progress.log(`${scenario}: ${id} failed: ${errorText(error)}`);
-      return undefined;
+      // The worker itself failed or hung: nothing more runs in it.
+      await workers.discard(id);
+      return fail(id, errorText(error));
     } finally {
       await ctx.admin.flushall();
     }
   };
-  const others = ids.filter((id) => id !== 'raw');
-  const withRaw = ids.includes('raw');
   for (let rep = 0; rep < reps; rep++) {
     for (const [index, id] of rotation(others, rep).entries()) {
-      // Every slice is paired with a slice of the raw baseline right beside
-      // it, first before and then after it: the machine's slow phases last
-      // seconds, longer than a repetition's distance between two slices.
-      const rawFirst = withRaw && (rep + index) % 2 === 0;
-      const before = rawFirst ? await run('raw', rep) : undefined;
-      const own = await run(id, rep);
-      const base = rawFirst || !withRaw ? before : await run('raw', rep);
+      // Which of the two takes the first turn alternates.
+      const pair = !withRaw
+        ? [id]
+        : (rep + index) % 2 === 0
+          ? ['raw', id]
+          : [id, 'raw'];
+      const measured = await run(id, pair, rep);
+      const own = measured[id];
+      const base = measured.raw;
       if (base) slices.get('raw')!.push(base);
       if (own) {
         slices
@@ -93,7 +143,7 @@ export async function runUncontended(
       }
     }
     if (others.length === 0 && withRaw) {
-      const base = await run('raw', rep);
+      const base = (await run('raw', ['raw'], rep)).raw;
       if (base) slices.get('raw')!.push(base);
     }
   }
@@ -118,6 +168,7 @@ export async function runUncontended(
     loops,
     reps,
     sliceMs,
+    switchMs: ctx.config.uncontended.switchMs,
     rows: ids.map((id) => {
       const c = contender(id);
       const s = slices.get(id)!;
@@ -142,81 +193,40 @@ export async function runUncontended(
   };
 }
 
-/** Slices in one scenario: each contender's, and a raw one beside each of them. */
-export function plannedUncontended(ctx: BenchContext, count: number): number {
-  return ctx.config.uncontended.reps * Math.max(1, 2 * (count - 1));
+/**
+ * The worker processes of A and B: one per contender, started when first
+ * needed and kept for both scenarios (a start costs a second or two of CPU).
+ * The raw baseline runs in each of them, or in one of its own when alone.
+ */
+export class UncontendedWorkers {
+  private readonly workers = new Map<string, BenchWorker>();
+
+  /** The worker of contender `id`. */
+  for(id: string): BenchWorker {
+    let worker = this.workers.get(id);
+    if (!worker) {
+      worker = new BenchWorker();
+      this.workers.set(id, worker);
+    }
+    return worker;
+  }
+
+  /** Stops the worker of `id`; the next {@link for} starts a new one. */
+  async discard(id: string): Promise<void> {
+    const worker = this.workers.get(id);
+    this.workers.delete(id);
+    await worker?.stop();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.workers.values()].map((w) => w.stop()));
+    this.workers.clear();
+  }
 }
 
-async function runSlice(
-  ctx: BenchContext,
-  scenario: string,
-  id: string,
-  rep: number,
-  loops: number,
-  warmupMs: number,
-  sliceMs: number,
-): Promise<UncontendedSlice> {
-  const instance = await contender(id).create({ urls: [ctx.server.url] });
-  const ttlMs = ctx.config.ttlMs;
-  const acquire: number[] = [];
-  const release: number[] = [];
-  const cycle: number[] = [];
-  let cycles = 0;
-  try {
-    // The slice before left garbage of its own: collect it now, or a major
-    // collection lands in this slice and charges it to this contender (seen
-    // in B, where whichever contender ran right after the raw baseline lost
-    // 10-15%).
-    collectGarbage();
-    const warmEnd = performance.now() + warmupMs;
-    const end = warmEnd + sliceMs;
-    // The process's CPU time over the measured window, read by timers at its
-    // edges (the loops give the event loop a turn after every call).
-    let cpuAtWarmEnd: NodeJS.CpuUsage | undefined;
-    let cpuInWindow: NodeJS.CpuUsage | undefined;
-    const marks = [
-      setTimeout(() => (cpuAtWarmEnd = process.cpuUsage()), warmupMs),
-      setTimeout(
-        () => (cpuInWindow = process.cpuUsage(cpuAtWarmEnd)),
-        warmupMs + sliceMs,
-      ),
-    ];
-    const loop = async (index: number) => {
-      const prefix = `bench:${scenario}:${id}:${rep}:${index}`;
-      for (let n = 0; ; n++) {
-        const t0 = performance.now();
-        if (t0 >= end) return;
-        // A rotates over 1,000 keys; each loop of B keeps to its own key.
-        const key = loops === 1 ? `${prefix}:${n % 1000}` : prefix;
-        const held = await instance.acquire(key, { ttlMs });
-        const t1 = performance.now();
-        await held.release();
-        const t2 = performance.now();
-        // Counted by completion inside the measured window.
-        if (t2 >= warmEnd && t2 < end) {
-          cycles += 1;
-          acquire.push(t1 - t0);
-          release.push(t2 - t1);
-          cycle.push(t2 - t0);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: loops }, (_, i) => loop(i)));
-    for (const mark of marks) clearTimeout(mark);
-    cpuInWindow ??= process.cpuUsage(cpuAtWarmEnd);
-    return {
-      cyclesPerSec: (cycles * 1000) / sliceMs,
-      nodeCpuUsPerCycle:
-        cycles > 0
-          ? (cpuInWindow.user + cpuInWindow.system) / cycles
-          : Number.NaN,
-      acquire: summarize(acquire),
-      release: summarize(release),
-      cycle: summarize(cycle),
-    };
-  } finally {
-    await instance.close();
-  }
+/** Steps in one scenario: each contender beside the raw baseline, per repetition. */
+export function plannedUncontended(ctx: BenchContext, count: number): number {
+  return ctx.config.uncontended.reps * Math.max(1, count - 1);
 }
 
 /**

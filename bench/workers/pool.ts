@@ -7,9 +7,7 @@ import type {
 import type { WorkerReply, WorkerRequest } from './protocol.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const workerFile = fileURLToPath(
-  new URL('./contention-worker.ts', import.meta.url),
-);
+const workerFile = fileURLToPath(new URL('./bench-worker.ts', import.meta.url));
 
 type Pending = {
   resolve: (reply: WorkerReply & { ok: true }) => void;
@@ -22,7 +20,7 @@ type RequestBody<T = WorkerRequest> = T extends WorkerRequest
   : never;
 
 /** A worker process with an IPC channel (TypeScript run through SWC like every script here). */
-class Worker {
+export class BenchWorker {
   private readonly child: ChildProcess;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -33,7 +31,12 @@ class Worker {
   constructor() {
     this.child = spawn(
       process.execPath,
-      ['--import', '@swc-node/register/esm-register', workerFile],
+      [
+        '--expose-gc',
+        '--import',
+        '@swc-node/register/esm-register',
+        workerFile,
+      ],
       { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
     );
     this.ready = new Promise((resolve, reject) =>
@@ -54,7 +57,7 @@ class Worker {
       for (const waiting of this.pending.values()) {
         waiting.reject(
           new Error(
-            `contention worker exited (${signal ?? code})${this.stderr ? `: ${this.stderr.trim()}` : ''}`,
+            `benchmark worker exited (${signal ?? code})${this.stderr ? `: ${this.stderr.trim()}` : ''}`,
           ),
         );
       }
@@ -86,17 +89,18 @@ class Worker {
         clearTimeout(timer);
         resolve();
       });
-      this.child.disconnect();
+      // A second stop() finds the channel closed already.
+      if (this.child.connected) this.child.disconnect();
     });
   }
 }
 
 /** The worker processes of C's multi-process variant. */
 export class WorkerPool {
-  private readonly workers: Worker[];
+  private readonly workers: BenchWorker[];
 
   constructor(size: number) {
-    this.workers = Array.from({ length: size }, () => new Worker());
+    this.workers = Array.from({ length: size }, () => new BenchWorker());
   }
 
   /** Resolves when every worker has started. */

@@ -2,6 +2,10 @@ import type {
   ContentionEvents,
   ContentionSpec,
 } from '../scenarios/contention-core.js';
+import type {
+  SideBySideOutcome,
+  SideBySideSpec,
+} from '../scenarios/side-by-side.js';
 
 /** Parent -> worker. */
 export type WorkerRequest =
@@ -12,7 +16,12 @@ export type WorkerRequest =
       readonly urls: string[];
     }
   | { readonly id: number; readonly type: 'run'; readonly spec: ContentionSpec }
-  | { readonly id: number; readonly type: 'close' };
+  | { readonly id: number; readonly type: 'close' }
+  | {
+      readonly id: number;
+      readonly type: 'side-by-side';
+      readonly spec: SideBySideSpec;
+    };
 
 /** Worker -> parent: the answer to request `id`. */
 export type WorkerReply =
@@ -20,5 +29,6 @@ export type WorkerReply =
       readonly id: number;
       readonly ok: true;
       readonly events?: ContentionEvents;
+      readonly sideBySide?: SideBySideOutcome;
     }
   | { readonly id: number; readonly ok: false; readonly error: string };

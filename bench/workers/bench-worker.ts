@@ -1,15 +1,21 @@
 /**
- * One of C's worker processes: opens a contender, runs its loops of a
- * contention window when told, and reports the events. Driven over the IPC
- * channel by WorkerPool; exits when the channel closes.
+ * A benchmark worker process, driven over the IPC channel by a BenchWorker;
+ * exits when the channel closes. In C it is one of the processes of the
+ * multi-process variant: it opens a contender, runs its loops of a contention
+ * window when told, and reports the events. In A and B it runs one
+ * contender's side-by-side slices with the raw baseline, in a process of
+ * their own.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { contender } from '../contenders/index.js';
 import type { ContenderInstance } from '../contenders/types.js';
 import { runContention } from '../scenarios/contention-core.js';
 import { errorText } from '../scenarios/context.js';
+import { runSideBySide } from '../scenarios/side-by-side.js';
 import type { WorkerReply, WorkerRequest } from './protocol.js';
 
 let instance: ContenderInstance | undefined;
+let asyncContext: AsyncLocalStorage<object> | undefined;
 
 function reply(message: WorkerReply): void {
   process.send?.(message);
@@ -31,6 +37,18 @@ async function handle(request: WorkerRequest): Promise<void> {
           id: request.id,
           ok: true,
           events: await runContention(instance, request.spec),
+        });
+        return;
+      case 'side-by-side':
+        // As in the main process (see run.ts): A and B run every contender
+        // with the promise hooks that @DistributedLock's AsyncLocalStorage
+        // brings on Node 20. One storage, once: each adds to every hook call.
+        asyncContext ??= new AsyncLocalStorage<object>();
+        asyncContext.run({}, () => undefined);
+        reply({
+          id: request.id,
+          ok: true,
+          sideBySide: await runSideBySide(request.spec),
         });
         return;
       case 'close': {
