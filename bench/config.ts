@@ -94,7 +94,8 @@ export const smokeConfig: BenchConfig = {
     reps: 1,
     windowMs: 400,
     contenders: 16,
-    processes: 4,
+    // Fewer worker processes to start (each library has its own).
+    processes: 2,
     holds: [0, 1],
     drainMs: 5_000,
   },

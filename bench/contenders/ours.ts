@@ -48,6 +48,7 @@ function serviceContender(
     label,
     detail: `${ourVersion}; ${perCallLease ? 'leaseTime = the benchmark TTL' : 'module defaults (watchdog lease)'}${fenced ? '; awaits handle.fence() once per hold' : ''}`,
     kind: 'ours',
+    library: 'ours',
     async create({ urls }): Promise<ContenderInstance> {
       const app = await createContext({ redis: urls[0] });
       const locks = app.get(LockService);
@@ -110,6 +111,7 @@ class LockedWork {
  */
 export const oursDecorator: Contender = {
   id: 'ours-decorator',
+  library: 'ours',
   label: 'ours: @DistributedLock',
   detail: `${ourVersion}; @DistributedLock('<0>') on a provider method, module defaults`,
   kind: 'ours',

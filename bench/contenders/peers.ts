@@ -30,6 +30,7 @@ async function connectAll(urls: readonly string[]): Promise<Redis[]> {
 function redlock4(tuned: boolean): Contender {
   return {
     id: tuned ? 'redlock4-10ms' : 'redlock4',
+    library: 'redlock@4',
     label: `redlock ${v.redlock4}${tuned ? ', 10 ms retry' : ''}`,
     detail: `redlock ${v.redlock4} on ioredis ${v.ioredis4} (it calls the v4 callback API); ${tuned ? 'retryDelay 10, retryJitter 5, retryCount 200' : 'defaults: retryDelay 200, retryJitter 100, retryCount 10'}`,
     kind: 'peer',
@@ -51,6 +52,7 @@ function redlock4(tuned: boolean): Contender {
 function redlock5(tuned: boolean): Contender {
   return {
     id: tuned ? 'redlock5-10ms' : 'redlock5',
+    library: 'redlock@5',
     label: `redlock ${v.redlock5}${tuned ? ', 10 ms retry' : ''}`,
     detail: `redlock ${v.redlock5} on ioredis ${v.ioredis}; ${tuned ? 'retryDelay 10, retryJitter 5, retryCount 200' : 'defaults: retryDelay 200, retryJitter 100, retryCount 10'}`,
     kind: 'peer',
@@ -79,6 +81,7 @@ function redlock5(tuned: boolean): Contender {
 function sesame(tuned: boolean): Contender {
   return {
     id: tuned ? 'sesame-10ms' : 'sesame',
+    library: '@sesamecare-oss/redlock',
     label: `@sesamecare-oss/redlock ${v.sesame}${tuned ? ', 10 ms retry' : ''}`,
     detail: `@sesamecare-oss/redlock ${v.sesame} on ioredis ${v.ioredis}; ${tuned ? 'retryDelay 10, retryJitter 5, retryCount 200' : 'defaults: retryDelay 200, retryJitter 100, retryCount 10'}`,
     kind: 'peer',
@@ -107,6 +110,7 @@ function sesame(tuned: boolean): Contender {
 /** redis-semaphore's own default retry interval is already 10 ms: one row each. */
 export const semaphoreMutex: Contender = {
   id: 'semaphore-mutex',
+  library: 'redis-semaphore',
   label: `redis-semaphore ${v.semaphore} Mutex`,
   detail: `redis-semaphore ${v.semaphore} Mutex on ioredis ${v.ioredis}; defaults (retryInterval 10 ms, acquireTimeout 10 s, refresh every 0.8 x lockTimeout)`,
   kind: 'peer',
@@ -125,6 +129,7 @@ export const semaphoreMutex: Contender = {
 
 export const semaphoreRedlockMutex: Contender = {
   id: 'semaphore-redlock-mutex',
+  library: 'redis-semaphore',
   label: `redis-semaphore ${v.semaphore} RedlockMutex`,
   detail: `redis-semaphore ${v.semaphore} RedlockMutex on ioredis ${v.ioredis}; defaults (retryInterval 10 ms, acquireTimeout 10 s)`,
   kind: 'peer',

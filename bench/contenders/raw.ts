@@ -39,6 +39,7 @@ function aborted(signal: AbortSignal | undefined): Error {
  */
 export const rawBaseline: Contender = {
   id: 'raw',
+  library: 'ioredis',
   label: 'raw ioredis (baseline)',
   detail: `SET NX PX + EVALSHA compare-and-delete, 1 ms polling; ioredis ${installedVersion('ioredis')}`,
   kind: 'baseline',
@@ -72,6 +73,7 @@ export const rawBaseline: Contender = {
  */
 export const rawQuorumBaseline: Contender = {
   id: 'raw-quorum',
+  library: 'ioredis',
   label: 'raw quorum (baseline)',
   detail: `SET NX PX on all nodes in parallel, majority, EVALSHA release on all; ioredis ${installedVersion('ioredis')}`,
   kind: 'baseline',

@@ -34,5 +34,11 @@ export interface Contender {
   /** Package and version, e.g. `redlock 4.2.0 on ioredis 4.31.0`. */
   readonly detail: string;
   readonly kind: 'baseline' | 'ours' | 'peer';
+  /**
+   * The package it runs. Contenders of one library share worker processes
+   * with no other library (but the raw baseline beside them in A and B): see
+   * bench-worker.ts.
+   */
+  readonly library: string;
   create(context: ContenderContext): Promise<ContenderInstance>;
 }

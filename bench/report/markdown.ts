@@ -28,7 +28,7 @@ function sideBySideMethod(r: BenchResults): string {
   if (!tookTurns(r)) {
     return 'In A and B the raw baseline also runs a slice right beside each slice of every other contender, before it in one repetition and after it in the next, and a throughput ratio is the median of those side-by-side ratios: slow phases of the machine last seconds, longer than a repetition takes to get from one contender to another.';
   }
-  return "In A and B each contender runs in a worker process of its own together with an instance of the raw baseline, and the two take turns of a few tens of ms until each has had its slice (after unmeasured warm-up turns); a throughput ratio is the median over the repetitions of the ratio within each slice. The machine's slow phases come and go within a second, so only turns this short meet the same conditions. A process per contender keeps one library's calls from shaping V8's optimisation of code that another uses too (ioredis, Node's streams), as JMH forks a JVM per benchmark.";
+  return "In A and B each contender runs in a worker process together with an instance of the raw baseline, and the two take turns of a few tens of ms until each has had its slice (after unmeasured warm-up turns); a throughput ratio is the median over the repetitions of the ratio within each slice. The machine's slow phases come and go within a second, so only turns this short meet the same conditions. The contenders of each library have worker processes of their own, which keeps one library's calls from shaping V8's optimisation of code that another uses too (ioredis, Node's streams), as JMH forks a JVM per benchmark.";
 }
 
 /** ", in turns of N ms beside the raw baseline" for runs that took turns. */
@@ -196,7 +196,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
       ' ' +
       sideBySideMethod(r),
     `- Every contender takes a lease of ${r.config.ttlMs} ms. Ours runs at the module defaults (watchdog lease) unless the row says otherwise; the peers at their defaults, and in C also with their retry delay tuned down to 10 ms (200 retries, so the wait budget stays at the defaults' 2 s). In A and B nobody ever retries, so the tuned variants are left out there.`,
-    `- The benchmark process${tookTurns(r) ? ', and each worker process of A and B,' : ''} uses an \`AsyncLocalStorage\` from the start, as \`@DistributedLock\` does (it keeps the lock scope there). On Node 20 that makes every promise in the process, any contender's, run a hook; starting with it on keeps the conditions equal for every slice, those of an app that uses the decorator.`,
+    `- The benchmark process${tookTurns(r) || r.C?.ownProcesses ? ' and every worker process it starts use' : ' uses'} an \`AsyncLocalStorage\` from the start, as \`@DistributedLock\` does (it keeps the lock scope there). On Node 20 that makes every promise in the process, any contender's, run a hook; starting with it on keeps the conditions equal for every slice, those of an app that uses the decorator.`,
     '- Latencies are measured with `performance.now()` around each call. In C every loop stamps the moment its release begins and the moment its acquisition resolves on a clock shared by all processes (`performance.timeOrigin + performance.now()`); a hand-off is the time from a release beginning to the next acquisition, counted only when the next holder is a different contender. An acquisition that gives up (retries exhausted) is retried at once, and its wait runs on from the first attempt; waits still open when the window closes count as waits too.',
     '',
     '## Machine and versions',
@@ -249,7 +249,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
     out.push(
       `## C. One key, ${r.C.contenders} contenders`,
       '',
-      `Each window runs ${r.C.windowMs} ms; ${r.C.reps} repetition(s) per variant. In the multi-process variants every worker process has its own instance (its own connections) of the contender. "Fairness" is the most acquisitions of one contender over the fewest (∞ when one got none); "self" is the share of acquisitions that went to the contender that had just released.`,
+      `Each window runs ${r.C.windowMs} ms; ${r.C.reps} repetition(s) per variant. ${r.C.ownProcesses ? 'The contenders of each library run in worker processes of their own (the one-process variants in the first of them), for the reason given for A and B under Method; each' : 'In the multi-process variants every'} worker process has its own instance (its own connections) of the contender. "Fairness" is the most acquisitions of one contender over the fewest (∞ when one got none); "self" is the share of acquisitions that went to the contender that had just released.`,
       '',
       `![Contention chart](${chartFile})`,
       '',

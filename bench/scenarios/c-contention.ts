@@ -2,11 +2,7 @@ import { nowMs } from '../clock.js';
 import { contender, contentionIds } from '../contenders/index.js';
 import { max, median, pairedRatio } from '../stats.js';
 import { WorkerPool } from '../workers/pool.js';
-import {
-  runContention,
-  type ContentionEvents,
-  type ContentionSpec,
-} from './contention-core.js';
+import type { ContentionEvents, ContentionSpec } from './contention-core.js';
 import {
   analyzeContention,
   type ContentionFigures,
@@ -52,6 +48,8 @@ export interface ContentionResult {
   readonly contenders: number;
   readonly reps: number;
   readonly windowMs: number;
+  /** Each contender ran in worker processes of its own (absent in runs from before). */
+  readonly ownProcesses?: boolean;
   readonly variants: ContentionVariantResult[];
 }
 
@@ -91,11 +89,22 @@ export async function runContentionScenario(
   const { reps, windowMs, contenders, processes, drainMs } =
     ctx.config.contention;
   const variants = contentionVariants(ctx);
-  const pool = new WorkerPool(processes);
+  // Every library has worker processes of its own (see bench-worker.ts), all
+  // started before the first window; the one-process variants run in the
+  // first of them.
+  const pools = new Map<string, WorkerPool>();
+  for (const id of ids) {
+    const library = contender(id).library;
+    if (!pools.has(library)) pools.set(library, new WorkerPool(processes));
+  }
   const windows = new Map<string, ContentionFigures[]>();
   const errors = new Map<string, string>();
   try {
-    await withTimeout(pool.ready(), 60_000, 'starting the contention workers');
+    await withTimeout(
+      Promise.all([...pools.values()].map((pool) => pool.ready())),
+      180_000,
+      'starting the contention workers',
+    );
     for (let rep = 0; rep < reps; rep++) {
       for (const [v, variant] of variants.entries()) {
         for (const id of rotation(ids, rep)) {
@@ -114,36 +123,24 @@ export async function runContentionScenario(
             ttlMs: ctx.config.ttlMs,
             drainMs,
           });
+          const pool = pools.get(contender(id).library)!;
           try {
+            const per = contenders / variant.processes;
+            await pool.open(id, [ctx.server.url], variant.processes);
             let parts: ContentionEvents[];
-            let startAt: number;
-            if (variant.processes === 1) {
-              const instance = await contender(id).create({
-                urls: [ctx.server.url],
-              });
-              try {
-                startAt = nowMs() + 20;
-                const all = Array.from({ length: contenders }, (_, i) => i);
-                parts = [await runContention(instance, spec(all, startAt))];
-              } finally {
-                await instance.close();
-              }
-            } else {
-              await pool.open(id, [ctx.server.url]);
-              try {
-                const per = contenders / processes;
-                startAt = nowMs() + 100;
-                parts = await pool.run(
-                  Array.from({ length: processes }, (_, w) =>
-                    spec(
-                      Array.from({ length: per }, (_slot, i) => w * per + i),
-                      startAt,
-                    ),
+            // Far enough ahead for every worker to get its spec.
+            const startAt = nowMs() + 100;
+            try {
+              parts = await pool.run(
+                Array.from({ length: variant.processes }, (_, w) =>
+                  spec(
+                    Array.from({ length: per }, (_slot, i) => w * per + i),
+                    startAt,
                   ),
-                );
-              } finally {
-                await pool.close();
-              }
+                ),
+              );
+            } finally {
+              await pool.close();
             }
             const figures = analyzeContention(
               parts,
@@ -164,13 +161,14 @@ export async function runContentionScenario(
       }
     }
   } finally {
-    await pool.stop();
+    await Promise.all([...pools.values()].map((pool) => pool.stop()));
   }
 
   return {
     contenders,
     reps,
     windowMs,
+    ownProcesses: true,
     variants: variants.map((variant, v) => {
       const base = (windows.get(slot(v, 'raw')) ?? []).map(
         (w) => w.acquisitionsPerSec,

@@ -58,11 +58,11 @@ export interface UncontendedResult {
  * the raw baseline: both are open at once and take turns of `switchMs` over
  * `sliceMs` each (after `warmupMs` of unmeasured turns), so that the shared
  * machine's slow phases, which come and go within a second, reach both alike.
- * Each contender and its raw baseline run in a worker process of their own:
- * in one process for all, whichever library ran before would leave V8's type
- * feedback in the code they share (ioredis, Node's streams) shaped by its
- * calls, and slow down whoever calls it differently (JMH forks a fresh JVM
- * per benchmark for the same reason).
+ * Each library's contenders run, with their raw partners, in a worker process
+ * of their own: in one process for all, whichever library ran before would
+ * leave V8's type feedback in the code they share (ioredis, Node's streams)
+ * shaped by its calls, and slow down whoever calls it differently (JMH forks
+ * a fresh JVM per benchmark for the same reason).
  */
 export async function runUncontended(
   ctx: BenchContext,
@@ -194,27 +194,30 @@ export async function runUncontended(
 }
 
 /**
- * The worker processes of A and B: one per contender, started when first
- * needed and kept for both scenarios (a start costs a second or two of CPU).
- * The raw baseline runs in each of them, or in one of its own when alone.
+ * The worker processes of A and B: one per library (see Contender.library),
+ * started when first needed and kept for both scenarios (a start costs a few
+ * seconds of CPU). The raw baseline runs in each of them beside the
+ * contender, or in one of its own when alone.
  */
 export class UncontendedWorkers {
   private readonly workers = new Map<string, BenchWorker>();
 
-  /** The worker of contender `id`. */
+  /** The worker that runs contender `id`. */
   for(id: string): BenchWorker {
-    let worker = this.workers.get(id);
+    const library = contender(id).library;
+    let worker = this.workers.get(library);
     if (!worker) {
       worker = new BenchWorker();
-      this.workers.set(id, worker);
+      this.workers.set(library, worker);
     }
     return worker;
   }
 
-  /** Stops the worker of `id`; the next {@link for} starts a new one. */
+  /** Stops the worker that runs `id`; the next {@link for} starts a new one. */
   async discard(id: string): Promise<void> {
-    const worker = this.workers.get(id);
-    this.workers.delete(id);
+    const library = contender(id).library;
+    const worker = this.workers.get(library);
+    this.workers.delete(library);
     await worker?.stop();
   }
 

@@ -1,10 +1,11 @@
 /**
  * A benchmark worker process, driven over the IPC channel by a BenchWorker;
- * exits when the channel closes. In C it is one of the processes of the
- * multi-process variant: it opens a contender, runs its loops of a contention
- * window when told, and reports the events. In A and B it runs one
- * contender's side-by-side slices with the raw baseline, in a process of
- * their own.
+ * exits when the channel closes. Every worker serves the contenders of one
+ * library (in A and B with the raw baseline beside them), so that no other
+ * library's calls shape V8's optimisation of the code they share. In C it
+ * opens a contender and runs its loops of a contention window when told,
+ * reporting the events; in A and B it runs a contender's slices side by side
+ * with the raw baseline.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { contender } from '../contenders/index.js';
@@ -15,7 +16,6 @@ import { runSideBySide } from '../scenarios/side-by-side.js';
 import type { WorkerReply, WorkerRequest } from './protocol.js';
 
 let instance: ContenderInstance | undefined;
-let asyncContext: AsyncLocalStorage<object> | undefined;
 
 function reply(message: WorkerReply): void {
   process.send?.(message);
@@ -40,11 +40,6 @@ async function handle(request: WorkerRequest): Promise<void> {
         });
         return;
       case 'side-by-side':
-        // As in the main process (see run.ts): A and B run every contender
-        // with the promise hooks that @DistributedLock's AsyncLocalStorage
-        // brings on Node 20. One storage, once: each adds to every hook call.
-        asyncContext ??= new AsyncLocalStorage<object>();
-        asyncContext.run({}, () => undefined);
         reply({
           id: request.id,
           ok: true,
@@ -64,6 +59,9 @@ async function handle(request: WorkerRequest): Promise<void> {
   }
 }
 
+// As in the main process (see run.ts): every contender runs with the promise
+// hooks that @DistributedLock's AsyncLocalStorage brings on Node 20.
+new AsyncLocalStorage<object>().run({}, () => undefined);
 process.on('message', (message) => void handle(message as WorkerRequest));
 // Tells the parent that requests can come now.
 reply({ id: 0, ok: true });

@@ -95,7 +95,7 @@ export class BenchWorker {
   }
 }
 
-/** The worker processes of C's multi-process variant. */
+/** The worker processes of one contender in C. */
 export class WorkerPool {
   private readonly workers: BenchWorker[];
 
@@ -112,16 +112,23 @@ export class WorkerPool {
     return this.workers.length;
   }
 
-  /** Each worker opens its own instance of the contender. */
-  async open(contenderId: string, urls: string[]): Promise<void> {
+  /** Each of the first `count` workers opens its own instance of the contender. */
+  async open(
+    contenderId: string,
+    urls: string[],
+    count = this.workers.length,
+  ): Promise<void> {
     await Promise.all(
-      this.workers.map((w) => w.request({ type: 'open', contenderId, urls })),
+      this.workers
+        .slice(0, count)
+        .map((w) => w.request({ type: 'open', contenderId, urls })),
     );
   }
 
+  /** Runs `specs[i]` on worker i (on as many workers as there are specs). */
   async run(specs: readonly ContentionSpec[]): Promise<ContentionEvents[]> {
     const replies = await Promise.all(
-      this.workers.map((w, i) => w.request({ type: 'run', spec: specs[i] })),
+      specs.map((spec, i) => this.workers[i].request({ type: 'run', spec })),
     );
     return replies.map((r) => r.events!);
   }
