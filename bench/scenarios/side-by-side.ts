@@ -63,9 +63,10 @@ class TurnTally {
  * throughput.
  *
  * No forced garbage collection before the turns: what garbage there is
- * belongs to the same two contenders (the worker runs no one else), and a forced full collection slowed the turns
- * right after it, ours more than the baseline's: A's median ratio of ours to
- * raw was 0.92 with it and 1.01 without, over 9 repetitions each.
+ * comes from this worker's own library and the baseline, and a forced full
+ * collection slowed the turns right after it, ours more than the baseline's:
+ * A's median ratio of ours to raw was 0.92 with it and 1.01 without, over 9
+ * repetitions each.
  */
 export async function runSideBySide(
   spec: SideBySideSpec,
