@@ -31,12 +31,7 @@ export class BenchWorker {
   constructor() {
     this.child = spawn(
       process.execPath,
-      [
-        '--expose-gc',
-        '--import',
-        '@swc-node/register/esm-register',
-        workerFile,
-      ],
+      ['--import', '@swc-node/register/esm-register', workerFile],
       { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
     );
     this.ready = new Promise((resolve, reject) =>
@@ -95,7 +90,7 @@ export class BenchWorker {
   }
 }
 
-/** The worker processes of one contender in C. */
+/** The worker processes of one library in C. */
 export class WorkerPool {
   private readonly workers: BenchWorker[];
 
