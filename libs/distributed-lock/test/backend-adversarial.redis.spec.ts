@@ -85,6 +85,7 @@ function internals(
     earlyHandoffs: b.earlyHandoffs,
     claimed: b.claimed,
     checkTimers: b.checkTimers,
+    holds: b.holds,
   };
 }
 
@@ -481,6 +482,29 @@ describe('the uncontended path (a bare SET NX PX)', () => {
   });
 });
 
+/**
+ * `here` holds `name` under contention (handed over from the queue) while
+ * `count` more of its callers queue for it.
+ */
+async function heldWithLocalWaiters(
+  here: Opened,
+  name: string,
+  count: number,
+  options: { leaseTime?: number } = {},
+): Promise<{ holder: LockHandle; waiting: Promise<LockHandle>[] }> {
+  const first = await here.locks.acquire(name);
+  const second = here.locks.acquire(name, { waitTime: 5_000 });
+  await eventually(async () => (await queueLength(name)) === 1);
+  await first.release();
+  const holder = await second;
+  const waiting: Promise<LockHandle>[] = [];
+  for (let i = 1; i <= count; i += 1) {
+    waiting.push(here.locks.acquire(name, { waitTime: 5_000, ...options }));
+    await eventually(async () => (await queueLength(name)) === i);
+  }
+  return { holder, waiting };
+}
+
 describe('local hand-offs (lock cohorting)', () => {
   // Waiters in the releasing process may pass the oldest waiter (in another
   // process) at most localHandoffs times in a row; 0 is first come, first served.
@@ -537,6 +561,126 @@ describe('local hand-offs (lock cohorting)', () => {
       'local-2',
       'local-3',
     ]);
+  });
+
+  it('passes a held lock to a waiter of the same process in memory, which then holds it fully', async () => {
+    const here = open();
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'in-memory',
+      1,
+    );
+    const holderFence = await holder.fence();
+    const monitor = await redis.monitor();
+    const sent: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (!source.includes('lua')) sent.push(args.join(' ').toLowerCase());
+    });
+    await sleep(50);
+    const passedAt = performance.now();
+    const released = holder.release();
+    const next = await waiting[0];
+    // Handed over before Redis heard of it: the release answers afterwards.
+    expect(settledFlag(released)()).toBe(false);
+    expect(performance.now() - passedAt).toBeLessThan(100);
+    expect(await released).toBe(true);
+    monitor.disconnect();
+    // Nothing was pushed to a wake list: the waiter was served in memory.
+    expect(sent.filter((c) => c.startsWith('rpush'))).toEqual([]);
+    // Stored under the token it was handed to in Redis; its entry left the queue.
+    expect(await redis.get('lock:{in-memory}')).toBe(holder.token);
+    expect(await queueLength('in-memory')).toBe(0);
+    // The new holder extends, fences and releases it as its own; the old one
+    // can do none of that any more.
+    expect(await next.extend(20_000)).toBe(true);
+    expect(await redis.pttl('lock:{in-memory}')).toBeGreaterThan(15_000);
+    expect(await next.fence()).toBeGreaterThan(holderFence);
+    expect(
+      await here.backend.extend('lock:{in-memory}', holder.token, 1_000),
+    ).toBe(false);
+    expect(
+      await here.backend.fence('lock:{in-memory}', holder.token),
+    ).toBeUndefined();
+    expect(await here.backend.release('lock:{in-memory}', holder.token)).toBe(
+      false,
+    );
+    expect(await next.release()).toBe(true);
+    expect(await redis.keys('lock:{in-memory}*')).toEqual([
+      'lock:{in-memory}:fence',
+    ]);
+    expectNothingLeft(here.backend);
+  });
+
+  it('sets the lease the new holder asked for when it passes the lock in memory', async () => {
+    const here = open();
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'pass-lease',
+      1,
+      {
+        leaseTime: 400,
+      },
+    );
+    expect(await redis.pttl('lock:{pass-lease}')).toBeGreaterThan(1_000);
+    await holder.release();
+    const next = await waiting[0];
+    expect(await redis.pttl('lock:{pass-lease}')).toBeLessThanOrEqual(400);
+    // An explicit lease is not renewed: it ends, and the holder is told.
+    await eventually(() => next.lost, 2_000);
+    await eventually(
+      async () => (await redis.exists('lock:{pass-lease}')) === 0,
+      500,
+    );
+    expect(await next.release()).toBe(false);
+    expectNothingLeft(here.backend);
+  });
+
+  it('a lock lost before it was passed on: the release answers false, the new holder finds out', async () => {
+    const here = open();
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'lost-pass',
+      1,
+    );
+    // Deleted behind the holder's back (by hand, or a Redis that lost its data).
+    await redis.del('lock:{lost-pass}');
+    expect(await holder.release()).toBe(false);
+    const next = await waiting[0];
+    await expect(next.fence()).rejects.toBeInstanceOf(LockLostError);
+    expect(next.lost).toBe(true);
+    expect(await next.release()).toBe(false);
+    expect(await redis.exists('lock:{lost-pass}')).toBe(0);
+    expectNothingLeft(here.backend);
+  });
+
+  it('counts passes in memory toward localHandoffs: a remote waiter is served after them', async () => {
+    const here = open({ localHandoffs: 2, localHandoffWindowMs: 60_000 });
+    const there = open({ localHandoffs: 2, localHandoffWindowMs: 60_000 });
+    // A third process's: its release serves the queue's head.
+    const blocker = await open().locks.acquire('mixed');
+    const order: string[] = [];
+    const track = (name: string, from: Opened) =>
+      from.locks.using('mixed', async () => {
+        order.push(name);
+      });
+    // here's first waiter comes before the remote one; then three more of here's.
+    const waits = [track('here-1', here)];
+    await eventually(async () => (await queueLength('mixed')) === 1);
+    waits.push(track('remote', there));
+    await eventually(async () => (await queueLength('mixed')) === 2);
+    for (const name of ['here-2', 'here-3', 'here-4']) {
+      waits.push(track(name, here));
+      await eventually(
+        async () => (await queueLength('mixed')) === waits.length,
+      );
+    }
+    await blocker.release();
+    await Promise.all(waits);
+    // here-1 is the head's turn; here-2 and here-3 pass the remote waiter (in
+    // memory), which is then served before here-4.
+    expect(order).toEqual(['here-1', 'here-2', 'here-3', 'remote', 'here-4']);
+    expectNothingLeft(here.backend);
+    expectNothingLeft(there.backend);
   });
 });
 

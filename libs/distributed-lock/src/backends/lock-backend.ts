@@ -70,10 +70,11 @@ export interface LockGrant {
    */
   readonly fencingToken?: number;
   /**
-   * The lease actually set, in milliseconds. A backend may grant a shorter
+   * The lease the lock has at least, in milliseconds counted from when
+   * {@link LockBackend.acquire} was called. A backend may grant a shorter
    * lease than requested (a lock handed to a queued waiter is granted briefly,
    * so that a waiter that died cannot stall the queue); the service then
-   * extends it to the requested lease at once.
+   * tops it up to the requested lease, within a third of what is left.
    */
   readonly leaseMs: number;
 }

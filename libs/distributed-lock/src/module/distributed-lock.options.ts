@@ -54,7 +54,9 @@ export interface DistributedLockModuleOptions {
    * Under contention, how many times in a row a released lock may go to a
    * waiter in the releasing process ahead of an older waiter in another one
    * (lock cohorting). Such a hand-off needs no wake-up through Redis, which is
-   * most of what a hand-off between processes costs. The oldest waiter is
+   * most of what a hand-off between processes costs; a lock that came from
+   * the queue is even passed on in memory, with no round trip before the new
+   * holder runs (Redis is told afterwards). The oldest waiter is
    * passed over at most this often, and only within `localHandoffWindow`, so
    * nobody starves; 0 keeps the queue strictly first come, first served.
    * Default 8.

@@ -31,6 +31,7 @@ const scripts = {
   lockKick: { numberOfKeys: 3, lua: withGrantNext('kick') },
   lockCancel: { numberOfKeys: 4, lua: readScript('cancel') },
   lockExtend: { numberOfKeys: 1, lua: readScript('extend') },
+  lockPassOn: { numberOfKeys: 3, lua: readScript('pass-on') },
   lockFence: { numberOfKeys: 2, lua: withGrantNext('fence') },
 } as const;
 

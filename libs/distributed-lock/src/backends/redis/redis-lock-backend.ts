@@ -51,6 +51,11 @@ const listenPollSeconds = 1;
 const claimedMemoryMs = 60_000;
 /** After finding a key busy, acquisitions of it go straight to the queueing script for this long. */
 const contendedMemoryMs = 1000;
+/**
+ * A {@link LocalHold} whose lease ended this long ago by the local estimate
+ * is surely gone from Redis too (the estimate errs early by a round trip).
+ */
+const staleHoldMs = 60_000;
 
 interface Waiter {
   /** {@link handoffId} of its key and token. */
@@ -58,6 +63,8 @@ interface Waiter {
   readonly key: string;
   readonly token: string;
   readonly leaseMs: number;
+  /** When the acquisition began (ms since epoch): no grant to it is older. */
+  readonly startedAt: number;
   readonly deadline: number;
   entry: string;
   cancelling: boolean;
@@ -70,6 +77,31 @@ interface Waiter {
   readonly onAbort: () => void;
   readonly resolve: (result: LockGrant | LockBusy) => void;
   readonly reject: (error: unknown) => void;
+}
+
+/**
+ * A lock this process holds under contention, which its holder may pass to
+ * another waiter of this process in memory (see {@link RedisLockBackend.release}).
+ */
+interface LocalHold {
+  /** The token the lock is stored under in Redis: that of its first holder here. */
+  readonly storedAs: string;
+  /** The token of whoever holds it now. */
+  holder: string;
+  /** Local estimate of when the lease ends (ms since epoch), never later than Redis's. */
+  expiresAt: number;
+  /** Times in a row the queue's head was passed over so far, here and by release.lua. */
+  passes: number;
+  /** When the first of those passes was (ms since epoch). */
+  firstPassAt: number;
+  /** Of {@link passes}, those made in memory, which Redis has not counted yet. */
+  passesInMemory: number;
+}
+
+/** Passes over the queue's head that a lock handed over by release.lua brings along. */
+interface PassStreak {
+  readonly passes: number;
+  readonly sinceFirstMs: number;
 }
 
 type AcquireReply = [1, number] | [0, number, string?];
@@ -111,7 +143,10 @@ function handoffId(key: string, token: string): string {
  * polls, nobody stampedes, and a releasing holder cannot barge back in ahead of
  * the queue. A waiter in the releasing process may go first a bounded number
  * of times in a row and for a short while (`localHandoffs`,
- * `localHandoffWindowMs`), which saves the wake-up. A per-key safety check
+ * `localHandoffWindowMs`), which saves the wake-up. A lock that came from
+ * the queue is passed that way in memory, before Redis hears of it: the lock
+ * stays stored under the token it was granted to, which this process then
+ * uses for whoever holds it here (see {@link release}). A per-key safety check
  * (at most every `handoffLeaseMs`) covers a holder that dies without
  * releasing.
  */
@@ -139,6 +174,10 @@ export class RedisLockBackend implements LockBackend {
   /** Keys found busy lately, until when that counts (ms since epoch). */
   private readonly contended = new Map<string, number>();
   private readonly checkTimers = new Map<string, NodeJS.Timeout>();
+  /** Contended locks held here, by key. */
+  private readonly holds = new Map<string, LocalHold>();
+  /** Sweep stale {@link holds} when there are this many. */
+  private sweepHoldsAt = 256;
   /** Operations under way that may still send commands; close() lets them finish before the connection goes. */
   private busy = 0;
   private onIdle?: () => void;
@@ -229,6 +268,7 @@ export class RedisLockBackend implements LockBackend {
       : Math.max(0, deadline - Date.now());
 
     this.acquiring.add(id);
+    const sentAt = Date.now();
     let reply: AcquireReply;
     try {
       reply = parseAcquireReply(
@@ -254,6 +294,7 @@ export class RedisLockBackend implements LockBackend {
     if (reply[0] === 1) {
       // Not queued, so no hand-off was meant for this acquisition.
       this.forgetEarlyHandoff(key, token);
+      this.holdLocally(key, token, sentAt + leaseMs);
       return { acquired: true, fencingToken: Number(reply[1]), leaseMs };
     }
     const [, pttl, entry] = reply;
@@ -262,22 +303,169 @@ export class RedisLockBackend implements LockBackend {
       this.forgetEarlyHandoff(key, token);
       return busy(pttl);
     }
-    return this.wait(request, entry, deadline, Number(pttl));
+    return this.wait(request, entry, startedAt, deadline, Number(pttl));
   }
 
   async extend(key: string, token: string, leaseMs: number): Promise<boolean> {
     this.assertOpen();
+    const hold = this.localHold(key, token);
+    // Passed on to another holder here: no longer this token's to extend.
+    if (hold && hold.holder !== token) return false;
+    const sentAt = Date.now();
     const result = await this.call(
-      this.scripts.lockExtend(key, token, Math.ceil(leaseMs)),
+      this.scripts.lockExtend(key, hold?.storedAs ?? token, Math.ceil(leaseMs)),
       'extend',
     );
-    return Number(result) === 1;
+    const owned = Number(result) === 1;
+    if (hold && this.holds.get(key) === hold && hold.holder === token) {
+      if (owned) hold.expiresAt = sentAt + leaseMs;
+      else this.holds.delete(key);
+    }
+    return owned;
   }
 
+  /**
+   * Frees `key`, handing it to the next waiter. A lock this process holds
+   * under contention goes to the oldest waiter for it in this process when
+   * there is one, in memory and at once: no round trip to Redis stands
+   * between the two holders. That pass-over of any older waiter elsewhere
+   * counts against the same bound as release.lua's local hand-offs
+   * (`localHandoffs` in a row, within `localHandoffWindowMs`), and Redis is
+   * told of it afterwards (pass-on.lua), which is what the release answers.
+   */
   release(key: string, token: string): Promise<boolean> {
     if (this.closed) return Promise.reject(closedError());
+    const hold = this.localHold(key, token);
+    if (hold) return this.releaseHeld(key, token, hold);
     if (this.isContended(key)) return this.runRelease(key, token);
     return this.releaseUnqueued(key, token);
+  }
+
+  private releaseHeld(
+    key: string,
+    token: string,
+    hold: LocalHold,
+  ): Promise<boolean> {
+    // Passed on already: a second release of the same hold.
+    if (hold.holder !== token) return Promise.resolve(false);
+    const now = Date.now();
+    const next = this.mayPassOver(hold, now)
+      ? this.oldestLocalWaiter(key, now)
+      : undefined;
+    const leaseMs = next && Math.min(next.leaseMs, this.handoffLeaseMs);
+    // A lease about to end is not passed on: its new holder would have to
+    // renew it at once, a round trip as long as a release's.
+    if (next && leaseMs && hold.expiresAt - now >= leaseMs / 2)
+      return this.passOn(key, hold, next, leaseMs, now);
+    this.holds.delete(key);
+    return this.runRelease(key, hold.storedAs, undefined, {
+      passes: hold.passesInMemory,
+      sinceFirstMs: hold.passes > 0 ? now - hold.firstPassAt : 0,
+    });
+  }
+
+  /** Whether the next hand-off may pass over the queue's head once more. */
+  private mayPassOver(hold: LocalHold, now: number): boolean {
+    return (
+      this.localHandoffs > 0 &&
+      this.localHandoffWindowMs > 0 &&
+      hold.passes < this.localHandoffs &&
+      (hold.passes === 0 || now - hold.firstPassAt < this.localHandoffWindowMs)
+    );
+  }
+
+  /** The longest-waiting waiter for `key` here that can take a lock now. */
+  private oldestLocalWaiter(key: string, now: number): Waiter | undefined {
+    for (const waiter of this.waitersByKey.get(key) ?? []) {
+      if (
+        !waiter.cancelling &&
+        waiter.deadline >= now &&
+        !waiter.signal?.aborted &&
+        // Being queued again (see requeue): its new entry is not known yet.
+        !this.acquiring.has(waiter.id)
+      )
+        return waiter;
+    }
+    return undefined;
+  }
+
+  /** Gives the held lock to `next` in memory; resolves with whether it was still ours to give. */
+  private passOn(
+    key: string,
+    hold: LocalHold,
+    next: Waiter,
+    leaseMs: number,
+    now: number,
+  ): Promise<boolean> {
+    // Until pass-on.lua sets the new lease, the old one runs.
+    const expiresAt = Math.min(hold.expiresAt, now + leaseMs);
+    if (hold.passes === 0) hold.firstPassAt = now;
+    hold.passes += 1;
+    hold.passesInMemory += 1;
+    hold.holder = next.token;
+    hold.expiresAt = expiresAt;
+    this.settle(next, {
+      acquired: true,
+      leaseMs: expiresAt - next.startedAt,
+    });
+    return this.call(
+      this.scripts.lockPassOn(
+        key,
+        queueKey(key),
+        bypassKey(key),
+        hold.storedAs,
+        next.entry,
+        Math.ceil(leaseMs),
+      ),
+      'release',
+      undefined,
+      (reply) => {
+        const current = this.holds.get(key) === hold;
+        if (Number(reply) !== 1) {
+          // Lost before it was passed on (deleted, Redis restarted): the new
+          // holder's first renewal or fencing token will find out.
+          if (current) this.holds.delete(key);
+          return false;
+        }
+        if (current && hold.holder === next.token)
+          hold.expiresAt = Math.max(hold.expiresAt, now + leaseMs);
+        return true;
+      },
+    );
+  }
+
+  /** The contended hold of `key` that `token` has or had here, if any. */
+  private localHold(key: string, token: string): LocalHold | undefined {
+    if (this.holds.size === 0) return undefined;
+    const hold = this.holds.get(key);
+    return hold && (hold.holder === token || hold.storedAs === token)
+      ? hold
+      : undefined;
+  }
+
+  /** Remembers that `token` holds `key` under contention, so that it may pass it on here. */
+  private holdLocally(
+    key: string,
+    token: string,
+    expiresAt: number,
+    streak?: PassStreak,
+  ): void {
+    if (this.closed) return;
+    const now = Date.now();
+    this.holds.set(key, {
+      storedAs: token,
+      holder: token,
+      expiresAt,
+      passes: streak?.passes ?? 0,
+      firstPassAt: now - (streak?.sinceFirstMs ?? 0),
+      passesInMemory: 0,
+    });
+    if (this.holds.size < this.sweepHoldsAt) return;
+    // A holder whose lease ran out without a release leaves its hold behind.
+    for (const [heldKey, hold] of this.holds) {
+      if (hold.expiresAt < now - staleHoldMs) this.holds.delete(heldKey);
+    }
+    this.sweepHoldsAt = Math.max(256, this.holds.size * 2);
   }
 
   /**
@@ -304,11 +492,16 @@ export class RedisLockBackend implements LockBackend {
 
   async fence(key: string, token: string): Promise<number | undefined> {
     this.assertOpen();
+    const hold = this.localHold(key, token);
+    if (hold && hold.holder !== token) return undefined;
     const fence = await this.call(
-      this.scripts.lockFence(key, fenceKey(key), token),
+      this.scripts.lockFence(key, fenceKey(key), hold?.storedAs ?? token),
       'fence',
     );
-    return fence === null ? undefined : Number(fence);
+    if (fence !== null) return Number(fence);
+    if (hold && this.holds.get(key) === hold && hold.holder === token)
+      this.holds.delete(key);
+    return undefined;
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -322,6 +515,7 @@ export class RedisLockBackend implements LockBackend {
     for (const timer of this.checkTimers.values()) clearTimeout(timer);
     this.checkTimers.clear();
     this.contended.clear();
+    this.holds.clear();
     for (const waiter of this.waiters.values()) {
       this.settle(waiter, { acquired: false });
       // Leave the queue so nobody hands a lock to a process that is going
@@ -368,6 +562,7 @@ export class RedisLockBackend implements LockBackend {
   private wait(
     request: AcquireRequest,
     entry: string,
+    startedAt: number,
     deadline: number,
     holderPttl: number,
   ): Promise<LockGrant | LockBusy> {
@@ -377,6 +572,7 @@ export class RedisLockBackend implements LockBackend {
         key: request.key,
         token: request.token,
         leaseMs: request.leaseMs,
+        startedAt,
         deadline,
         entry,
         cancelling: false,
@@ -421,13 +617,24 @@ export class RedisLockBackend implements LockBackend {
     waiter: Waiter,
     fencingToken: number,
     leaseMs?: number,
+    streak?: PassStreak,
   ): boolean {
+    const grantedLeaseMs =
+      leaseMs ?? Math.min(waiter.leaseMs, this.handoffLeaseMs);
     const granted = this.settle(waiter, {
       acquired: true,
       fencingToken,
-      leaseMs: leaseMs ?? Math.min(waiter.leaseMs, this.handoffLeaseMs),
+      leaseMs: grantedLeaseMs,
     });
-    if (!granted && waiter.outcome === 'not-acquired') {
+    if (granted) {
+      // Set at some moment since the waiter began: the estimate errs early.
+      this.holdLocally(
+        waiter.key,
+        waiter.token,
+        waiter.startedAt + grantedLeaseMs,
+        streak,
+      );
+    } else if (waiter.outcome === 'not-acquired') {
       this.giveBack(waiter.key, waiter.token, fencingToken);
     }
     return granted;
@@ -574,13 +781,18 @@ export class RedisLockBackend implements LockBackend {
   }
 
   /** A lock was handed to `token`: wake its waiter, or pass the lock on if nobody here wants it. */
-  private deliver(token: string, fencingToken: number, key: string): void {
+  private deliver(
+    token: string,
+    fencingToken: number,
+    key: string,
+    streak?: PassStreak,
+  ): void {
     const id = handoffId(key, token);
     const waiter = this.waiters.get(id);
     if (waiter) {
       // While giving up, the cancel script decides who keeps the lock.
       if (waiter.cancelling) waiter.handedOver = true;
-      else this.grant(waiter, fencingToken);
+      else this.grant(waiter, fencingToken, undefined, streak);
     } else if (this.claimed.delete(id)) {
       // The waiter already took this lock (giving up, or on a check).
     } else if (this.acquiring.has(id)) {
@@ -630,11 +842,12 @@ export class RedisLockBackend implements LockBackend {
     key: string,
     token: string,
     fencingToken?: number,
+    passedInMemory?: PassStreak,
   ): Promise<boolean> {
     this.busy += 1;
     try {
       const result = await this.call(
-        this.releaseScript(key, token, fencingToken),
+        this.releaseScript(key, token, fencingToken, passedInMemory),
         'release',
         // Applied after all: a waiter here it was handed to must still hear of it.
         (late) => this.afterRelease(key, late),
@@ -655,8 +868,12 @@ export class RedisLockBackend implements LockBackend {
   private afterRelease(key: string, result: unknown): boolean {
     if (typeof result === 'string') {
       // Handed to a waiter of this process: deliver it without a trip through Redis.
-      const [nextToken, fencingToken] = result.split('|');
-      this.deliver(nextToken, Number(fencingToken), key);
+      const [nextToken, fencingToken, passes, sinceFirstMs] = result.split('|');
+      const streak =
+        passes === undefined
+          ? undefined
+          : { passes: Number(passes), sinceFirstMs: Number(sinceFirstMs) };
+      this.deliver(nextToken, Number(fencingToken), key, streak);
       return true;
     }
     return Number(result) === 1;
@@ -815,6 +1032,7 @@ export class RedisLockBackend implements LockBackend {
     key: string,
     token: string,
     fencingToken: number | undefined,
+    passedInMemory: PassStreak | undefined,
   ): Promise<unknown> {
     return this.scripts.lockRelease(
       key,
@@ -826,6 +1044,8 @@ export class RedisLockBackend implements LockBackend {
       this.localHandoffs,
       this.localHandoffWindowMs,
       fencingToken ?? '',
+      passedInMemory?.passes ?? 0,
+      passedInMemory?.sinceFirstMs ?? 0,
     );
   }
 

@@ -2,7 +2,9 @@
 -- KEYS[4] pass-over record: "<times the head was passed over>|<ms of the first pass>"
 -- ARGV[1] token, ARGV[2] the caller's wake list, ARGV[3] most local hand-offs
 -- in a row, ARGV[4] how long (ms) they may go on, ARGV[5] the fencing token
--- of the grant being given back, or '' for a plain release
+-- of the grant being given back, or '' for a plain release, ARGV[6] how often
+-- the caller's process passed the lock on in memory since it last came from
+-- the queue (see pass-on.lua), ARGV[7] ms since the first such pass
 -- Compare-and-delete: only the owner's token frees the lock, so a holder whose
 -- lease ran out can never delete the lock of whoever holds it now. The freed
 -- lock goes straight to a queued waiter in the same atomic step.
@@ -10,7 +12,9 @@
 -- current one: a late hand-off message must not free a lock its token got
 -- again since.
 -- Returns 1 when released, 0 when the token no longer owned the lock, or
--- "<token>|<fence>" when released and handed to a waiter of the caller's process.
+-- "<token>|<fence>" when released and handed to a waiter of the caller's
+-- process, "<token>|<fence>|<passes>|<ms since the first>" when that waiter
+-- passed over the head, which passes in memory then count on from.
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
 end
@@ -42,6 +46,12 @@ if most > 0 and window > 0 and lease and wake_list ~= ARGV[2] then
     local count, first = string.match(record, '^(%d+)|(%d+)$')
     passed, since = tonumber(count) or most, tonumber(first) or 0
   end
+  -- The process's passes in memory went ahead of the head as well.
+  local passed_in_memory = tonumber(ARGV[6]) or 0
+  if passed_in_memory > 0 then
+    passed = passed + passed_in_memory
+    since = math.min(since, now_ms() - (tonumber(ARGV[7]) or 0))
+  end
   if passed < most and now_ms() - since < window then
     local suffix = '|' .. ARGV[2]
     -- Only the front of the queue is looked at, so a hand-off stays O(1).
@@ -61,6 +71,7 @@ if most > 0 and window > 0 and lease and wake_list ~= ARGV[2] then
           -- The record lives no longer than the queue it is about.
           redis.call('set', KEYS[4], string.format('%d|%.0f', passed + 1, since), 'px', queue_ttl)
           return grant_entry(KEYS[1], KEYS[2], ARGV[2], local_lease, local_token, ARGV[2])
+            .. '|' .. (passed + 1) .. '|' .. string.format('%.0f', now_ms() - since)
         end
       end
     end

@@ -1,0 +1,19 @@
+-- KEYS[1] lock, KEYS[2] wait queue, KEYS[3] pass-over record
+-- ARGV[1] token the lock is stored under, ARGV[2] the new holder's queue
+-- entry, ARGV[3] lease ms given to the new holder
+-- The holder passed the lock, in memory, to a waiter of its own process. The
+-- lock stays stored under the token it was granted with; only the waiter's
+-- entry leaves the queue and the lease becomes the new holder's.
+-- Nobody else can hand out that entry meanwhile: only a release frees the
+-- lock, and the process's own commands run in order on one connection.
+-- Returns 1 when the lock was still held under that token, 0 when it had been
+-- lost (the pass then gave nothing).
+redis.call('lrem', KEYS[2], 1, ARGV[2])
+if redis.call('exists', KEYS[2]) == 0 then
+  redis.call('del', KEYS[3])
+end
+if redis.call('get', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('pexpire', KEYS[1], ARGV[3])
+return 1
