@@ -221,6 +221,7 @@ function internals(locks: LockService): Record<string, number> {
       'claimed',
       'checkTimers',
       'contended',
+      'holds',
       'busy',
     ],
     'backend.',

@@ -483,24 +483,33 @@ describe('the uncontended path (a bare SET NX PX)', () => {
 });
 
 /**
- * `here` holds `name` under contention (handed over from the queue) while
- * `count` more of its callers queue for it.
+ * `here` holds `name` under contention (handed over from the queue, with
+ * `holderLease` when given) while `count` more of its callers wait for it.
+ * They wait in memory, not in Redis's queue: the lock is passed on here.
  */
 async function heldWithLocalWaiters(
   here: Opened,
   name: string,
   count: number,
-  options: { leaseTime?: number } = {},
+  options: { leaseTime?: number; holderLease?: number } = {},
 ): Promise<{ holder: LockHandle; waiting: Promise<LockHandle>[] }> {
   const first = await here.locks.acquire(name);
-  const second = here.locks.acquire(name, { waitTime: 5_000 });
+  const second = here.locks.acquire(name, {
+    waitTime: 5_000,
+    leaseTime: options.holderLease,
+  });
   await eventually(async () => (await queueLength(name)) === 1);
   await first.release();
   const holder = await second;
   const waiting: Promise<LockHandle>[] = [];
   for (let i = 1; i <= count; i += 1) {
-    waiting.push(here.locks.acquire(name, { waitTime: 5_000, ...options }));
-    await eventually(async () => (await queueLength(name)) === i);
+    waiting.push(
+      here.locks.acquire(name, {
+        waitTime: 5_000,
+        leaseTime: options.leaseTime,
+      }),
+    );
+    await eventually(() => internals(here.backend).waiters.size === i);
   }
   return { holder, waiting };
 }
@@ -650,6 +659,72 @@ describe('local hand-offs (lock cohorting)', () => {
     expect(next.lost).toBe(true);
     expect(await next.release()).toBe(false);
     expect(await redis.exists('lock:{lost-pass}')).toBe(0);
+    expectNothingLeft(here.backend);
+  });
+
+  it('a caller finding the lock held here waits in memory; if the lock goes elsewhere, it queues in Redis', async () => {
+    const here = open({ localHandoffs: 1, localHandoffWindowMs: 60_000 });
+    const there = open({ localHandoffs: 1, localHandoffWindowMs: 60_000 });
+    const { holder, waiting } = await heldWithLocalWaiters(here, 'behind', 1);
+    expect(await queueLength('behind')).toBe(0);
+    const order: string[] = [];
+    const remote = there.locks.using('behind', () => order.push('remote'));
+    await eventually(async () => (await queueLength('behind')) === 1);
+    await holder.release();
+    // The one pass allowed: the waiter here goes ahead of the remote one.
+    const first = await waiting[0];
+    order.push('here-1');
+    const second = here.locks.using('behind', () => order.push('here-2'));
+    await eventually(() => internals(here.backend).waiters.size === 1);
+    expect(await queueLength('behind')).toBe(1);
+    // No more passes: the lock goes to the remote waiter, and the one waiting
+    // here joins the queue behind it.
+    await first.release();
+    await Promise.all([remote, second]);
+    expect(order).toEqual(['here-1', 'remote', 'here-2']);
+    expect(await redis.keys('lock:{behind}*')).toEqual(['lock:{behind}:fence']);
+    expectNothingLeft(here.backend);
+    expectNothingLeft(there.backend);
+  });
+
+  it('a caller waiting in memory gives up in time, and leaves nothing behind', async () => {
+    const here = open();
+    const { holder } = await heldWithLocalWaiters(here, 'behind-timeout', 0);
+    const started = performance.now();
+    const attempt = here.locks
+      .acquire('behind-timeout', { waitTime: 200 })
+      .catch((error: unknown) => error);
+    await eventually(() => internals(here.backend).waiters.size === 1);
+    expect(await queueLength('behind-timeout')).toBe(0);
+    expect(await attempt).toBeInstanceOf(LockNotAcquiredError);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    const controller = new AbortController();
+    const aborted = here.locks
+      .acquire('behind-timeout', { waitTime: 5_000, signal: controller.signal })
+      .catch((error: unknown) => error);
+    await eventually(() => internals(here.backend).waiters.size === 1);
+    controller.abort();
+    expect(await aborted).toBeInstanceOf(LockNotAcquiredError);
+    expect(await holder.release()).toBe(true);
+    expect(await redis.keys('lock:{behind-timeout}*')).toEqual([
+      'lock:{behind-timeout}:fence',
+    ]);
+    expectNothingLeft(here.backend);
+  });
+
+  it('a caller waiting in memory behind a lease that ends unreleased gets the lock soon after', async () => {
+    const here = open();
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'behind-expiry',
+      1,
+      { holderLease: 300 },
+    );
+    const next = await waiting[0];
+    expect(holder.lost).toBe(true);
+    expect(await redis.get('lock:{behind-expiry}')).toBe(next.token);
+    expect(await next.release()).toBe(true);
+    expect(await holder.release()).toBe(false);
     expectNothingLeft(here.backend);
   });
 

@@ -66,7 +66,11 @@ interface Waiter {
   /** When the acquisition began (ms since epoch): no grant to it is older. */
   readonly startedAt: number;
   readonly deadline: number;
-  entry: string;
+  /**
+   * Its entry in the key's queue in Redis; undefined while it waits only here,
+   * behind a lock this process holds (see {@link RedisLockBackend.acquire}).
+   */
+  entry?: string;
   cancelling: boolean;
   /** A hand-off reached it while it was giving up (the cancel script then decides). */
   handedOver: boolean;
@@ -203,12 +207,53 @@ export class RedisLockBackend implements LockBackend {
     this.scriptWakeList = this.clientKeyPrefix + this.wakeList;
   }
 
+  /**
+   * Takes the lock, or waits for it. A caller that finds the lock held by
+   * another caller in this process, which will pass it on in memory (see
+   * {@link release}), waits for that here without queueing in Redis: it
+   * enters the queue there only if the lock goes elsewhere first, or at the
+   * next safety check.
+   */
   acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
     if (this.closed) return Promise.reject(closedError());
     const startedAt = Date.now();
+    if (this.holds.size > 0 && this.passesInMemory) {
+      const hold = this.holds.get(request.key);
+      if (hold && this.mayWaitBehind(hold, request, startedAt))
+        return this.waitBehind(request, hold, startedAt);
+    }
     if (this.isContended(request.key))
       return this.acquireContended(request, startedAt);
     return this.take(request, startedAt);
+  }
+
+  private mayWaitBehind(
+    hold: LocalHold,
+    request: AcquireRequest,
+    now: number,
+  ): boolean {
+    return (
+      request.waitMs > 0 &&
+      !request.signal?.aborted &&
+      hold.expiresAt > now &&
+      hold.holder !== request.token &&
+      hold.storedAs !== request.token
+    );
+  }
+
+  private waitBehind(
+    request: AcquireRequest,
+    hold: LocalHold,
+    startedAt: number,
+  ): Promise<LockGrant | LockBusy> {
+    const deadline = startedAt + Math.floor(request.waitMs);
+    return this.wait(
+      request,
+      undefined,
+      startedAt,
+      deadline,
+      hold.expiresAt - startedAt,
+    );
   }
 
   /**
@@ -319,7 +364,7 @@ export class RedisLockBackend implements LockBackend {
     const owned = Number(result) === 1;
     if (hold && this.holds.get(key) === hold && hold.holder === token) {
       if (owned) hold.expiresAt = sentAt + leaseMs;
-      else this.holds.delete(key);
+      else this.dropHold(key);
     }
     return owned;
   }
@@ -352,32 +397,89 @@ export class RedisLockBackend implements LockBackend {
     const next = this.mayPassOver(hold, now)
       ? this.oldestLocalWaiter(key, now)
       : undefined;
-    const leaseMs = next && Math.min(next.leaseMs, this.handoffLeaseMs);
+    const leaseMs = next && this.handoffLease(next);
     // A lease about to end is not passed on: its new holder would have to
     // renew it at once, a round trip as long as a release's.
     if (next && leaseMs && hold.expiresAt - now >= leaseMs / 2)
       return this.passOn(key, hold, next, leaseMs, now);
     this.holds.delete(key);
-    return this.runRelease(key, hold.storedAs, undefined, {
-      passes: hold.passesInMemory,
-      sinceFirstMs: hold.passes > 0 ? now - hold.firstPassAt : 0,
-    });
+    return this.releaseToQueue(key, hold, now);
+  }
+
+  /**
+   * Releases a lock held here through Redis, which serves its queue. Should
+   * nobody be queued there, the oldest waiter here that is not queued takes
+   * it in the same step; the others keep waiting here behind it. If the lock
+   * went elsewhere, they queue in Redis.
+   */
+  private async releaseToQueue(
+    key: string,
+    hold: LocalHold,
+    now: number,
+  ): Promise<boolean> {
+    const successor = this.oldestLocalWaiter(key, now, 'unqueued');
+    try {
+      return await this.runRelease(
+        key,
+        hold.storedAs,
+        undefined,
+        {
+          passes: hold.passesInMemory,
+          sinceFirstMs: hold.passes > 0 ? now - hold.firstPassAt : 0,
+        },
+        successor,
+      );
+    } finally {
+      if (!this.holds.has(key)) this.queueWaitersBehind(key);
+    }
+  }
+
+  /** The lock held here is gone: those who waited for it here queue in Redis. */
+  private queueWaitersBehind(key: string): void {
+    const waiting = this.waitersByKey.get(key);
+    if (!waiting) return;
+    const unqueued = [...waiting].filter(
+      (waiter) => waiter.entry === undefined,
+    );
+    if (unqueued.length > 0)
+      // On failure the next safety check tries again.
+      void this.track(this.requeue(key, unqueued).catch(() => undefined));
+  }
+
+  /** Forgets a hold found lost, sending its local waiters to the queue. */
+  private dropHold(key: string): void {
+    this.holds.delete(key);
+    this.queueWaitersBehind(key);
+  }
+
+  /** The lease a lock handed to `waiter` gets, until the waiter sets its own. */
+  private handoffLease(waiter: Waiter): number {
+    return Math.min(waiter.leaseMs, this.handoffLeaseMs);
+  }
+
+  /** Whether local hand-offs may pass over the queue's head at all. */
+  private get passesInMemory(): boolean {
+    return this.localHandoffs > 0 && this.localHandoffWindowMs > 0;
   }
 
   /** Whether the next hand-off may pass over the queue's head once more. */
   private mayPassOver(hold: LocalHold, now: number): boolean {
     return (
-      this.localHandoffs > 0 &&
-      this.localHandoffWindowMs > 0 &&
+      this.passesInMemory &&
       hold.passes < this.localHandoffs &&
       (hold.passes === 0 || now - hold.firstPassAt < this.localHandoffWindowMs)
     );
   }
 
   /** The longest-waiting waiter for `key` here that can take a lock now. */
-  private oldestLocalWaiter(key: string, now: number): Waiter | undefined {
+  private oldestLocalWaiter(
+    key: string,
+    now: number,
+    only?: 'unqueued',
+  ): Waiter | undefined {
     for (const waiter of this.waitersByKey.get(key) ?? []) {
       if (
+        (only === undefined || waiter.entry === undefined) &&
         !waiter.cancelling &&
         waiter.deadline >= now &&
         !waiter.signal?.aborted &&
@@ -414,7 +516,8 @@ export class RedisLockBackend implements LockBackend {
         queueKey(key),
         bypassKey(key),
         hold.storedAs,
-        next.entry,
+        // A waiter that was not queued in Redis has no entry to take out.
+        next.entry ?? '',
         Math.ceil(leaseMs),
       ),
       'release',
@@ -424,7 +527,7 @@ export class RedisLockBackend implements LockBackend {
         if (Number(reply) !== 1) {
           // Lost before it was passed on (deleted, Redis restarted): the new
           // holder's first renewal or fencing token will find out.
-          if (current) this.holds.delete(key);
+          if (current) this.dropHold(key);
           return false;
         }
         if (current && hold.holder === next.token)
@@ -500,7 +603,7 @@ export class RedisLockBackend implements LockBackend {
     );
     if (fence !== null) return Number(fence);
     if (hold && this.holds.get(key) === hold && hold.holder === token)
-      this.holds.delete(key);
+      this.dropHold(key);
     return undefined;
   }
 
@@ -518,6 +621,7 @@ export class RedisLockBackend implements LockBackend {
     this.holds.clear();
     for (const waiter of this.waiters.values()) {
       this.settle(waiter, { acquired: false });
+      if (waiter.entry === undefined) continue;
       // Leave the queue so nobody hands a lock to a process that is going
       // away; a lock handed to the waiter meanwhile is given back.
       void this.track(
@@ -561,7 +665,7 @@ export class RedisLockBackend implements LockBackend {
 
   private wait(
     request: AcquireRequest,
-    entry: string,
+    entry: string | undefined,
     startedAt: number,
     deadline: number,
     holderPttl: number,
@@ -619,8 +723,7 @@ export class RedisLockBackend implements LockBackend {
     leaseMs?: number,
     streak?: PassStreak,
   ): boolean {
-    const grantedLeaseMs =
-      leaseMs ?? Math.min(waiter.leaseMs, this.handoffLeaseMs);
+    const grantedLeaseMs = leaseMs ?? this.handoffLease(waiter);
     const granted = this.settle(waiter, {
       acquired: true,
       fencingToken,
@@ -668,6 +771,13 @@ export class RedisLockBackend implements LockBackend {
   private async giveUp(waiter: Waiter): Promise<void> {
     if (waiter.cancelling || this.waiters.get(waiter.id) !== waiter) return;
     waiter.cancelling = true;
+    if (waiter.entry === undefined) {
+      // Not queued in Redis (if a requeue is on its way, it gives back what
+      // it gets for a waiter that left).
+      const hold = this.holds.get(waiter.key);
+      this.settle(waiter, busy(hold ? hold.expiresAt - Date.now() : 0));
+      return;
+    }
     try {
       let entry: string;
       let outcome: Awaited<ReturnType<typeof this.cancelEntry>>;
@@ -843,11 +953,12 @@ export class RedisLockBackend implements LockBackend {
     token: string,
     fencingToken?: number,
     passedInMemory?: PassStreak,
+    successor?: Waiter,
   ): Promise<boolean> {
     this.busy += 1;
     try {
       const result = await this.call(
-        this.releaseScript(key, token, fencingToken, passedInMemory),
+        this.releaseScript(key, token, fencingToken, passedInMemory, successor),
         'release',
         // Applied after all: a waiter here it was handed to must still hear of it.
         (late) => this.afterRelease(key, late),
@@ -929,21 +1040,27 @@ export class RedisLockBackend implements LockBackend {
 
   private async check(key: string, timer: NodeJS.Timeout): Promise<void> {
     // The fired timer keeps this key's slot, so no second check runs alongside.
-    const waiting = [...(this.waitersByKey.get(key) ?? [])].filter(
-      (waiter) => !waiter.cancelling,
-    );
-    let pttl = this.handoffLeaseMs;
+    const waiting: Waiter[] = [];
+    const missing: Waiter[] = [];
+    const hold = this.holds.get(key);
+    const held = hold !== undefined && hold.expiresAt > Date.now();
+    for (const waiter of this.waitersByKey.get(key) ?? []) {
+      if (waiter.cancelling) continue;
+      if (waiter.entry !== undefined) waiting.push(waiter);
+      // Waiting here for a hold that ended without a pass (its lease ran out).
+      else if (!held) missing.push(waiter);
+    }
+    let pttl = held ? hold.expiresAt - Date.now() : this.handoffLeaseMs;
     try {
       if (waiting.length > 0 && !this.closed) {
         const [remaining, fencingToken, states] = (await this.call(
           this.scripts.lockKick(
             ...this.lockKeys(key),
-            ...waiting.map((waiter) => waiter.entry),
+            ...waiting.map((waiter) => waiter.entry ?? ''),
           ),
           'check',
         )) as [number, number, string];
         pttl = Number(remaining);
-        const missing: Waiter[] = [];
         for (const [index, waiter] of waiting.entries()) {
           if (states[index] === 'h') {
             // Handed over, but its wake-up was lost (or is still on its way).
@@ -953,8 +1070,8 @@ export class RedisLockBackend implements LockBackend {
             missing.push(waiter);
           }
         }
-        await this.requeue(key, missing);
       }
+      await this.requeue(key, missing);
     } catch {
       // Redis is away; look again later.
     }
@@ -965,42 +1082,47 @@ export class RedisLockBackend implements LockBackend {
 
   /**
    * Queues again, in their original order, waiters whose entries vanished
-   * (Redis restarted, the queue aged out, a hand-off to them lapsed unseen).
+   * (Redis restarted, the queue aged out, a hand-off to them lapsed unseen),
+   * and queues those that waited here for a lock that is no longer held here.
    */
   private async requeue(key: string, waiters: Waiter[]): Promise<void> {
-    for (const waiter of waiters) {
-      if (
-        this.closed ||
-        waiter.cancelling ||
-        this.waiters.get(waiter.id) !== waiter
-      )
-        continue;
-      const remaining = waiter.deadline - Date.now();
-      if (remaining <= 0) continue;
-      this.acquiring.add(waiter.id);
-      try {
-        const reply = parseAcquireReply(
-          await this.call(
-            this.acquireScript(key, waiter.token, waiter.leaseMs, remaining),
-            'acquire',
-            (late) =>
-              this.undoAcquire(key, waiter.token, parseAcquireReply(late)),
-          ),
-        );
-        if (reply[0] === 1) {
-          this.grant(waiter, Number(reply[1]), waiter.leaseMs);
-        } else if (reply[2] !== undefined) {
-          if (this.waiters.get(waiter.id) === waiter) waiter.entry = reply[2];
-          else if (waiter.outcome === 'not-acquired')
-            this.undoAcquire(key, waiter.token, reply);
-        }
-      } finally {
-        this.acquiring.delete(waiter.id);
-        const early = this.earlyHandoffs.get(waiter.id);
-        if (early !== undefined) {
-          this.earlyHandoffs.delete(waiter.id);
-          this.grant(waiter, early);
-        }
+    // Sent together: one connection keeps them in order.
+    await Promise.all(waiters.map((waiter) => this.requeueOne(key, waiter)));
+  }
+
+  private async requeueOne(key: string, waiter: Waiter): Promise<void> {
+    if (
+      this.closed ||
+      waiter.cancelling ||
+      this.waiters.get(waiter.id) !== waiter ||
+      this.acquiring.has(waiter.id)
+    )
+      return;
+    const remaining = waiter.deadline - Date.now();
+    if (remaining <= 0) return;
+    this.acquiring.add(waiter.id);
+    try {
+      const reply = parseAcquireReply(
+        await this.call(
+          this.acquireScript(key, waiter.token, waiter.leaseMs, remaining),
+          'acquire',
+          (late) =>
+            this.undoAcquire(key, waiter.token, parseAcquireReply(late)),
+        ),
+      );
+      if (reply[0] === 1) {
+        this.grant(waiter, Number(reply[1]), waiter.leaseMs);
+      } else if (reply[2] !== undefined) {
+        if (this.waiters.get(waiter.id) === waiter) waiter.entry = reply[2];
+        else if (waiter.outcome === 'not-acquired')
+          this.undoAcquire(key, waiter.token, reply);
+      }
+    } finally {
+      this.acquiring.delete(waiter.id);
+      const early = this.earlyHandoffs.get(waiter.id);
+      if (early !== undefined) {
+        this.earlyHandoffs.delete(waiter.id);
+        this.grant(waiter, early);
       }
     }
   }
@@ -1033,6 +1155,7 @@ export class RedisLockBackend implements LockBackend {
     token: string,
     fencingToken: number | undefined,
     passedInMemory: PassStreak | undefined,
+    successor: Waiter | undefined,
   ): Promise<unknown> {
     return this.scripts.lockRelease(
       key,
@@ -1046,6 +1169,8 @@ export class RedisLockBackend implements LockBackend {
       fencingToken ?? '',
       passedInMemory?.passes ?? 0,
       passedInMemory?.sinceFirstMs ?? 0,
+      successor?.token ?? '',
+      successor ? Math.ceil(this.handoffLease(successor)) : 0,
     );
   }
 

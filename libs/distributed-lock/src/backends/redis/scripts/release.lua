@@ -4,7 +4,9 @@
 -- in a row, ARGV[4] how long (ms) they may go on, ARGV[5] the fencing token
 -- of the grant being given back, or '' for a plain release, ARGV[6] how often
 -- the caller's process passed the lock on in memory since it last came from
--- the queue (see pass-on.lua), ARGV[7] ms since the first such pass
+-- the queue (see pass-on.lua), ARGV[7] ms since the first such pass,
+-- ARGV[8] the token of a waiter in the caller's process that is not in the
+-- queue, or '', and ARGV[9] the lease it is granted with
 -- Compare-and-delete: only the owner's token frees the lock, so a holder whose
 -- lease ran out can never delete the lock of whoever holds it now. The freed
 -- lock goes straight to a queued waiter in the same atomic step.
@@ -23,7 +25,7 @@ if ARGV[5] ~= '' and redis.call('get', KEYS[2]) ~= ARGV[5] then
 end
 redis.call('del', KEYS[1])
 local head = redis.call('lpop', KEYS[3])
-if not head then
+if not head and ARGV[8] == '' then
   return 1
 end
 
@@ -38,7 +40,10 @@ end
 -- is served, so a waiter at position p is served within p * (ARGV[3] + 1)
 -- hand-offs: nobody starves.
 local most, window = tonumber(ARGV[3]), tonumber(ARGV[4])
-local lease, token, wake_list, deadline = live_entry(head)
+local lease, token, wake_list, deadline
+if head then
+  lease, token, wake_list, deadline = live_entry(head)
+end
 if most > 0 and window > 0 and lease and wake_list ~= ARGV[2] then
   local passed, since = 0, now_ms()
   local record = redis.call('get', KEYS[4])
@@ -79,8 +84,13 @@ if most > 0 and window > 0 and lease and wake_list ~= ARGV[2] then
 end
 redis.call('del', KEYS[4])
 
-local handed = grant_next(KEYS[1], KEYS[2], KEYS[3], ARGV[2], head)
+local handed = head and grant_next(KEYS[1], KEYS[2], KEYS[3], ARGV[2], head)
 if type(handed) == 'string' then
   return handed
+end
+if not handed and ARGV[8] ~= '' then
+  -- Nobody in the queue waits any more: the caller's own waiter, which waited
+  -- in its process alone, takes the lock.
+  return grant_entry(KEYS[1], KEYS[2], ARGV[2], ARGV[9], ARGV[8], ARGV[2])
 end
 return 1
