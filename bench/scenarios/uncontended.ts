@@ -195,8 +195,8 @@ export async function runUncontended(
 
 /**
  * The worker processes of A and B: one per library (see Contender.library),
- * started when first needed and kept for both scenarios (a start costs a few
- * seconds of CPU). The raw baseline runs in each of them beside the
+ * started when first needed and kept for both scenarios (a start costs about
+ * a second of CPU). The raw baseline runs in each of them beside the
  * contender, or in one of its own when alone.
  */
 export class UncontendedWorkers {

@@ -4,10 +4,10 @@ import type {
   ContentionEvents,
   ContentionSpec,
 } from '../scenarios/contention-core.js';
+import { compiledWorkerFile } from './compile.js';
 import type { WorkerReply, WorkerRequest } from './protocol.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const workerFile = fileURLToPath(new URL('./bench-worker.ts', import.meta.url));
 
 type Pending = {
   resolve: (reply: WorkerReply & { ok: true }) => void;
@@ -19,7 +19,7 @@ type RequestBody<T = WorkerRequest> = T extends WorkerRequest
   ? Omit<T, 'id'>
   : never;
 
-/** A worker process with an IPC channel (TypeScript run through SWC like every script here). */
+/** A worker process with an IPC channel, running bench-worker.ts compiled (see compiledWorkerFile). */
 export class BenchWorker {
   private readonly child: ChildProcess;
   private readonly pending = new Map<number, Pending>();
@@ -29,11 +29,10 @@ export class BenchWorker {
   readonly ready: Promise<unknown>;
 
   constructor() {
-    this.child = spawn(
-      process.execPath,
-      ['--import', '@swc-node/register/esm-register', workerFile],
-      { cwd: repoRoot, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
-    );
+    this.child = spawn(process.execPath, [compiledWorkerFile()], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
     this.ready = new Promise((resolve, reject) =>
       this.pending.set(0, { resolve, reject }),
     );
