@@ -687,6 +687,39 @@ describe('local hand-offs (lock cohorting)', () => {
     expectNothingLeft(there.backend);
   });
 
+  it('when no more passes are allowed and nobody queues in Redis, the release itself serves a caller waiting here', async () => {
+    const here = open({ localHandoffs: 1, localHandoffWindowMs: 60_000 });
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'successor',
+      2,
+    );
+    await holder.release();
+    // The one pass allowed, in memory.
+    const first = await waiting[0];
+    const monitor = await redis.monitor();
+    const sent: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (!source.includes('lua')) sent.push(args[0].toLowerCase());
+    });
+    await sleep(50);
+    await first.release();
+    const second = await waiting[1];
+    await sleep(50);
+    monitor.disconnect();
+    // One script call: the release, which granted the lock to the waiter
+    // here, rather than a release and then an acquisition of its own.
+    expect(sent.filter((command) => command.startsWith('eval'))).toEqual([
+      'evalsha',
+    ]);
+    expect(await redis.get('lock:{successor}')).toBe(second.token);
+    expect(await second.release()).toBe(true);
+    expect(await redis.keys('lock:{successor}*')).toEqual([
+      'lock:{successor}:fence',
+    ]);
+    expectNothingLeft(here.backend);
+  });
+
   it('a caller waiting in memory gives up in time, and leaves nothing behind', async () => {
     const here = open();
     const { holder } = await heldWithLocalWaiters(here, 'behind-timeout', 0);
