@@ -97,6 +97,27 @@ function expectNothingLeft(backend: RedisLockBackend): void {
 
 const queueLength = (name: string) => redis.llen(`lock:{${name}}:queue`);
 
+/** Everything is released: of `name`'s keys only its fencing counter is left. */
+async function expectOnlyFenceLeft(name: string): Promise<void> {
+  expect(await redis.keys(`lock:{${name}}*`)).toEqual([`lock:{${name}}:fence`]);
+}
+
+/**
+ * Records the commands clients send from now on, lower-cased, until `stop()`.
+ * Commands run inside scripts are reported by MONITOR too; they are left out.
+ */
+async function recordClientCommands(): Promise<{
+  readonly sent: string[];
+  readonly stop: () => void;
+}> {
+  const monitor = await redis.monitor();
+  const sent: string[] = [];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (!source.includes('lua')) sent.push(args.join(' ').toLowerCase());
+  });
+  return { sent, stop: () => monitor.disconnect() };
+}
+
 /** The wake list named in the first queue entry of `name`, and that entry's token. */
 async function firstQueued(
   name: string,
@@ -405,7 +426,7 @@ async function handOffOrder(
   ];
   await holder.release();
   await Promise.all(waits.map((wait) => wait.done));
-  expect(await redis.keys(`lock:{${key}}*`)).toEqual([`lock:{${key}}:fence`]);
+  await expectOnlyFenceLeft(key);
   return order;
 }
 
@@ -454,12 +475,7 @@ describe('the uncontended path (a bare SET NX PX)', () => {
     const rival = open();
     const blocker = await rival.locks.acquire('hot-key');
     expect(await s.locks.tryAcquire('hot-key')).toBeNull();
-    const monitor = await redis.monitor();
-    const sent: string[] = [];
-    // Commands run inside scripts are reported too; keep what clients sent.
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (!source.includes('lua')) sent.push(args.join(' ').toLowerCase());
-    });
+    const { sent, stop } = await recordClientCommands();
     const waiting = s.locks.acquire('hot-key', { waitTime: 5_000 });
     await eventually(async () => (await queueLength('hot-key')) === 1);
     await blocker.release();
@@ -474,7 +490,7 @@ describe('the uncontended path (a bare SET NX PX)', () => {
     await eventually(
       () => sent.filter((c) => c.startsWith('set ')).length === 2,
     );
-    monitor.disconnect();
+    stop();
     expect(sent.filter((c) => c.startsWith('set '))).toEqual([
       expect.stringMatching(/^set lock:\{cold-key\} /),
       expect.stringMatching(/^set lock:\{hot-key\} /),
@@ -558,9 +574,7 @@ describe('local hand-offs (lock cohorting)', () => {
     expect(await redis.pttl('lock:{cohort-ttl}:bypass')).toBeGreaterThan(0);
     await passed.release();
     await (await remote).release();
-    expect(await redis.keys('lock:{cohort-ttl}*')).toEqual([
-      'lock:{cohort-ttl}:fence',
-    ]);
+    await expectOnlyFenceLeft('cohort-ttl');
   });
 
   it('is strictly first come, first served with a zero window', async () => {
@@ -580,11 +594,7 @@ describe('local hand-offs (lock cohorting)', () => {
       1,
     );
     const holderFence = await holder.fence();
-    const monitor = await redis.monitor();
-    const sent: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (!source.includes('lua')) sent.push(args.join(' ').toLowerCase());
-    });
+    const { sent, stop } = await recordClientCommands();
     await sleep(50);
     const passedAt = performance.now();
     const released = holder.release();
@@ -593,7 +603,7 @@ describe('local hand-offs (lock cohorting)', () => {
     expect(settledFlag(released)()).toBe(false);
     expect(performance.now() - passedAt).toBeLessThan(100);
     expect(await released).toBe(true);
-    monitor.disconnect();
+    stop();
     // Nothing was pushed to a wake list: the waiter was served in memory.
     expect(sent.filter((c) => c.startsWith('rpush'))).toEqual([]);
     // Stored under the token it was handed to in Redis; its entry left the queue.
@@ -614,9 +624,7 @@ describe('local hand-offs (lock cohorting)', () => {
       false,
     );
     expect(await next.release()).toBe(true);
-    expect(await redis.keys('lock:{in-memory}*')).toEqual([
-      'lock:{in-memory}:fence',
-    ]);
+    await expectOnlyFenceLeft('in-memory');
     expectNothingLeft(here.backend);
   });
 
@@ -682,7 +690,7 @@ describe('local hand-offs (lock cohorting)', () => {
     await first.release();
     await Promise.all([remote, second]);
     expect(order).toEqual(['here-1', 'remote', 'here-2']);
-    expect(await redis.keys('lock:{behind}*')).toEqual(['lock:{behind}:fence']);
+    await expectOnlyFenceLeft('behind');
     expectNothingLeft(here.backend);
     expectNothingLeft(there.backend);
   });
@@ -697,26 +705,22 @@ describe('local hand-offs (lock cohorting)', () => {
     await holder.release();
     // The one pass allowed, in memory.
     const first = await waiting[0];
-    const monitor = await redis.monitor();
-    const sent: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (!source.includes('lua')) sent.push(args[0].toLowerCase());
-    });
+    const { sent, stop } = await recordClientCommands();
     await sleep(50);
     await first.release();
     const second = await waiting[1];
     await sleep(50);
-    monitor.disconnect();
+    stop();
     // One script call: the release, which granted the lock to the waiter
     // here, rather than a release and then an acquisition of its own.
-    expect(sent.filter((command) => command.startsWith('eval'))).toEqual([
-      'evalsha',
-    ]);
+    expect(
+      sent
+        .filter((command) => command.startsWith('eval'))
+        .map((command) => command.split(' ')[0]),
+    ).toEqual(['evalsha']);
     expect(await redis.get('lock:{successor}')).toBe(second.token);
     expect(await second.release()).toBe(true);
-    expect(await redis.keys('lock:{successor}*')).toEqual([
-      'lock:{successor}:fence',
-    ]);
+    await expectOnlyFenceLeft('successor');
     expectNothingLeft(here.backend);
   });
 
@@ -739,9 +743,7 @@ describe('local hand-offs (lock cohorting)', () => {
     controller.abort();
     expect(await aborted).toBeInstanceOf(LockNotAcquiredError);
     expect(await holder.release()).toBe(true);
-    expect(await redis.keys('lock:{behind-timeout}*')).toEqual([
-      'lock:{behind-timeout}:fence',
-    ]);
+    await expectOnlyFenceLeft('behind-timeout');
     expectNothingLeft(here.backend);
   });
 

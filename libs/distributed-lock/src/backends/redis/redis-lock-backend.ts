@@ -397,11 +397,13 @@ export class RedisLockBackend implements LockBackend {
     const next = this.mayPassOver(hold, now)
       ? this.oldestLocalWaiter(key, now)
       : undefined;
-    const leaseMs = next && this.handoffLease(next);
-    // A lease about to end is not passed on: its new holder would have to
-    // renew it at once, a round trip as long as a release's.
-    if (next && leaseMs && hold.expiresAt - now >= leaseMs / 2)
-      return this.passOn(key, hold, next, leaseMs, now);
+    if (next) {
+      const leaseMs = this.handoffLease(next);
+      // A lease about to end is not passed on: its new holder would have to
+      // renew it at once, a round trip as long as a release's.
+      if (hold.expiresAt - now >= leaseMs / 2)
+        return this.passOn(key, hold, next, leaseMs, now);
+    }
     this.holds.delete(key);
     return this.releaseToQueue(key, hold, now);
   }
