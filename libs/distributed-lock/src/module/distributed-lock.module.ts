@@ -1,10 +1,19 @@
-import { Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Logger,
+  Module,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { Redis } from 'ioredis';
 import type { LockBackend } from '../backends/lock-backend.js';
+import { warnIfLocksCanBeEvicted } from '../backends/redis/eviction-policy-check.js';
 import { RedisLockBackend } from '../backends/redis/redis-lock-backend.js';
 import { DistributedLockInterceptor } from '../interceptor/distributed-lock.interceptor.js';
-import { LockService } from '../lock-service/lock.service.js';
+import {
+  LockService,
+  type LockServiceSettings,
+} from '../lock-service/lock.service.js';
 import { LockExplorer } from './lock-explorer.js';
 import {
   ConfigurableModuleClass,
@@ -40,29 +49,71 @@ import {
 })
 export class DistributedLockModule extends ConfigurableModuleClass {}
 
-/** A LockService that closes its backend (and any connection it opened) on shutdown. */
-class ManagedLockService extends LockService implements OnApplicationShutdown {
+/** The Redis connection of a backend the module built, checked at startup. */
+interface ModuleRedis {
+  readonly client: Redis;
+  readonly commandTimeout: number;
+}
+
+/**
+ * A LockService that closes its backend (and any connection it opened) on
+ * shutdown, and warns at startup when Redis may evict lock keys.
+ */
+class ManagedLockService
+  extends LockService
+  implements OnApplicationBootstrap, OnApplicationShutdown
+{
+  private readonly shutdown = new AbortController();
+
+  constructor(
+    settings: LockServiceSettings,
+    private readonly redis?: ModuleRedis,
+  ) {
+    super(settings);
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.redis) return;
+    // Not awaited: the check must not hold up startup, and never fails.
+    void warnIfLocksCanBeEvicted(
+      this.redis.client,
+      new Logger('DistributedLock'),
+      { timeoutMs: this.redis.commandTimeout, signal: this.shutdown.signal },
+    );
+  }
+
   async onApplicationShutdown(): Promise<void> {
+    this.shutdown.abort();
     await this.close();
   }
 }
 
 function createLockService(options: DistributedLockModuleOptions): LockService {
   const resolved = resolveLockOptions(options);
-  return new ManagedLockService({
-    backend: options.backend ?? createRedisBackend(options, resolved),
-    keyPrefix: resolved.keyPrefix,
-    leaseTime: resolved.leaseTime,
-    watchdogLeaseTime: resolved.watchdogLeaseTime,
-    waitTime: resolved.waitTime,
-    maxKeyLength: resolved.maxKeyLength,
-  });
+  let backend = options.backend;
+  let redis: ModuleRedis | undefined;
+  if (!backend) {
+    const built = createRedisBackend(options, resolved);
+    backend = built.backend;
+    redis = { client: built.client, commandTimeout: resolved.commandTimeout };
+  }
+  return new ManagedLockService(
+    {
+      backend,
+      keyPrefix: resolved.keyPrefix,
+      leaseTime: resolved.leaseTime,
+      watchdogLeaseTime: resolved.watchdogLeaseTime,
+      waitTime: resolved.waitTime,
+      maxKeyLength: resolved.maxKeyLength,
+    },
+    redis,
+  );
 }
 
 function createRedisBackend(
   options: DistributedLockModuleOptions,
   resolved: ResolvedLockOptions,
-): LockBackend {
+): { backend: LockBackend; client: Redis } {
   const { redis } = options;
   const backendOptions = {
     commandTimeoutMs: resolved.commandTimeout,
@@ -72,11 +123,12 @@ function createRedisBackend(
     keyPrefix: resolved.keyPrefix,
   };
   if (isRedisClient(redis)) {
-    return new RedisLockBackend({
+    const backend = new RedisLockBackend({
       client: redis,
       ownsClient: false,
       ...backendOptions,
     });
+    return { backend, client: redis };
   }
   const connection = {
     // Fail a command quickly when Redis is away instead of retrying it for long;
@@ -103,7 +155,12 @@ function createRedisBackend(
   client.on('ready', () => {
     lastError = '';
   });
-  return new RedisLockBackend({ client, ownsClient: true, ...backendOptions });
+  const backend = new RedisLockBackend({
+    client,
+    ownsClient: true,
+    ...backendOptions,
+  });
+  return { backend, client };
 }
 
 function isRedisClient(value: unknown): value is Redis {
