@@ -1,6 +1,12 @@
 import { Redis } from 'ioredis';
-import { LockService, RedisLockBackend } from '@app/distributed-lock';
-import type { LockServiceSettings } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
+// Straight from the source files, not the package index: the index pulls in
+// the Nest module, decorator and interceptor, which costs child processes
+// (workers/) about half a second of start-up each.
+import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis/redis-lock-backend.js';
+import {
+  LockService,
+  type LockServiceSettings,
+} from '../../libs/distributed-lock/src/lock-service/lock.service.js';
 
 export const sleep = (ms: number) =>
   new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -2,6 +2,10 @@ import net from 'node:net';
 
 import { Redis, type RedisOptions } from 'ioredis';
 
+import { eventually, sleep } from './lock-fixtures.js';
+import { isProcessGone, isProcessStopped } from './process-state.js';
+import { runTs } from './processes.js';
+
 import {
   redisServerBinary,
   startRedisServer,
@@ -184,5 +188,71 @@ describe('redis-server test helper', () => {
     await server.restart();
     const again = connect(server.url, { tls: { ca: server.tlsCa } });
     expect(await again.ping()).toBe('PONG');
+  });
+
+  it('freezes a server so nothing answers, and thaws it', async () => {
+    const server = await start();
+    const pid = server.pid()!;
+    const redis = connect(server.url);
+    await redis.set('frozen', 'answer');
+
+    await server.freeze();
+    await server.freeze(); // idempotent
+    expect(isProcessStopped(pid)).toBe(true);
+    expect(server.pid()).toBe(pid);
+    let settled = false;
+    const reply = redis.get('frozen').finally(() => (settled = true));
+    await sleep(200);
+    expect(settled).toBe(false);
+    expect(redis.status).toBe('ready'); // the connection stays open
+
+    await server.thaw();
+    await server.thaw(); // idempotent
+    expect(isProcessStopped(pid)).toBe(false);
+    expect(await reply).toBe('answer');
+  });
+
+  it('a frozen server times commands out', async () => {
+    const server = await start();
+    const redis = connect(server.url, { commandTimeout: 200 });
+    await redis.ping();
+    await server.freeze();
+    await expect(redis.ping()).rejects.toThrow(/timed out/i);
+  });
+
+  it('stops, kills and restarts a frozen server', async () => {
+    const server = await start();
+    await server.freeze();
+    let pid = server.pid()!;
+    const stopStarted = performance.now();
+    await server.stop();
+    // SIGTERM was acted on at once, not after the 5 s SIGKILL fallback.
+    expect(performance.now() - stopStarted).toBeLessThan(2_000);
+    expect(isAlive(pid)).toBe(false);
+    expect(await canBind(server.port)).toBe(true);
+
+    await server.restart();
+    await server.freeze();
+    pid = server.pid()!;
+    await server.kill();
+    expect(isAlive(pid)).toBe(false);
+
+    await server.restart();
+    await server.freeze();
+    pid = server.pid()!;
+    await server.restart();
+    expect(isAlive(pid)).toBe(false);
+    expect(await connect(server.url).ping()).toBe('PONG');
+
+    await server.stop();
+    await server.freeze(); // not running: nothing to do
+    await server.thaw();
+  });
+
+  it('kills a frozen server left running when the process exits', async () => {
+    const stdout = await runTs('test/support/workers/frozen-redis.ts', []);
+    const { pid } = JSON.parse(stdout) as { pid: number };
+    expect(pid).toBeTypeOf('number');
+    await eventually(() => isProcessGone(pid), 2_000);
   });
 });

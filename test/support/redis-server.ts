@@ -15,6 +15,7 @@ import tls from 'node:tls';
 import { promisify } from 'node:util';
 
 import { getFreePort } from './ports.js';
+import { setProcessStopped } from './process-state.js';
 
 /**
  * Throwaway `redis-server` processes for tests.
@@ -92,6 +93,19 @@ export interface RedisServerHandle {
   restart(): Promise<void>;
   /** The server's process id while it is running, else `undefined`. */
   pid(): number | undefined;
+  /**
+   * Freezes the server with SIGSTOP, as a hung host would: connections stay
+   * open and commands are accepted by the kernel, but nothing answers until
+   * {@link thaw}. Resolves once the process is stopped. {@link stop},
+   * {@link kill} and {@link restart} work on a frozen server too. Does
+   * nothing if it is not running or already frozen.
+   */
+  freeze(): Promise<void>;
+  /**
+   * Lets a frozen server run again (SIGCONT): it then answers what queued up
+   * meanwhile. Does nothing if it is not running or not frozen.
+   */
+  thaw(): Promise<void>;
 }
 
 const HOST = '127.0.0.1';
@@ -190,6 +204,8 @@ interface RunningProcess {
   dir: string;
   exit: Promise<ExitInfo>;
   exited?: ExitInfo;
+  /** Stopped by {@link ManagedRedisServer.freeze} and not continued since. */
+  frozen?: boolean;
   output: string;
 }
 
@@ -229,6 +245,22 @@ class ManagedRedisServer implements RedisServerHandle {
   pid(): number | undefined {
     const proc = this.current;
     return proc && !proc.exited ? proc.child.pid : undefined;
+  }
+
+  freeze(): Promise<void> {
+    return this.serialize(async () => this.setFrozen(true));
+  }
+
+  thaw(): Promise<void> {
+    return this.serialize(async () => this.setFrozen(false));
+  }
+
+  private setFrozen(frozen: boolean): void {
+    const proc = this.current;
+    const pid = this.pid();
+    if (!proc || pid === undefined || Boolean(proc.frozen) === frozen) return;
+    setProcessStopped(pid, frozen);
+    proc.frozen = frozen;
   }
 
   /** Runs lifecycle operations one after another, even if callers overlap. */
@@ -447,7 +479,12 @@ async function terminateProcess(
   // Keep the event loop alive while we wait for the exit.
   proc.child.ref();
   try {
-    if (!proc.exited) proc.child.kill(signal);
+    if (!proc.exited) {
+      proc.child.kill(signal);
+      // A stopped process only acts on SIGTERM once continued (SIGKILL needs
+      // no help); the SIGTERM is pending, so it runs first.
+      if (proc.frozen && signal !== 'SIGKILL') proc.child.kill('SIGCONT');
+    }
     if (!(await waitForExit(proc, STOP_TIMEOUT_MS))) {
       proc.child.kill('SIGKILL');
       await proc.exit;

@@ -1,0 +1,256 @@
+import type { ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
+
+import { setProcessStopped } from './process-state.js';
+import { spawnTs } from './processes.js';
+
+/**
+ * Separate Node processes that hold a lock (test/support/workers/lock-holder.ts),
+ * for fault tests that SIGKILL, SIGSTOP or SIGTERM a holder. Each reports what
+ * happens to it as events ({@link HolderEvent}); the worker's header lists them.
+ *
+ * No holder outlives the test process: those still running when it exits are
+ * SIGKILLed, and a holder whose parent disappeared exits by itself.
+ */
+
+/** What a holder does; passed to the child as one JSON argument. */
+export interface LockHolderOptions {
+  /** Redis URL. */
+  url: string;
+  /** The lock key, without prefix (stored as `lock:{<key>}`). */
+  key: string;
+  /** Explicit lease in ms; omitted: the watchdog renews the lease. */
+  leaseTime?: number;
+  /** The watchdog's lease in ms. Default 30 000. */
+  watchdogLeaseTime?: number;
+  /** How long to wait for a busy lock, in ms. Default 5 000. */
+  waitTime?: number;
+  /** How long to hold after acquiring, in ms, or `'forever'` (until SIGTERM). Default `'forever'`. */
+  holdMs?: number | 'forever';
+  /** The backend's `handoffLeaseMs` (also how often a waiter checks on a dead holder). */
+  handoffLeaseMs?: number;
+  /** The backend's `commandTimeoutMs`. */
+  commandTimeoutMs?: number;
+  /** Ask a fencing token on acquiring (reported as `fence` of `acquired`). */
+  fence?: boolean;
+  /**
+   * A served FencedResource: on acquiring, the holder enters it (`entered`)
+   * and, with `fence`, writes its token (`wrote`); it leaves before releasing.
+   */
+  resourceUrl?: string;
+  /** With `fence` and `resourceUrl`: write the token again every this many ms while holding. */
+  writeEveryMs?: number;
+  /** The holder's name at the resource. Default `holder-<pid>`. */
+  name?: string;
+}
+
+/** One JSON line a holder printed. */
+export interface HolderEvent {
+  event: string;
+  at?: number;
+  [k: string]: unknown;
+}
+
+/** A running (or exited) holder process started by {@link startLockHolder}. */
+export interface LockHolder {
+  readonly pid: number;
+  /** Every event so far, in order. */
+  readonly events: readonly HolderEvent[];
+  /** The tail of its stderr (and of stdout lines that were not events). */
+  readonly output: string;
+  /**
+   * Resolves with the first event of that name (already seen or future);
+   * rejects after `timeoutMs` (default 10 s) or if the child exits first, with
+   * its stderr in the message.
+   */
+  waitFor(event: string, timeoutMs?: number): Promise<HolderEvent>;
+  /** Freezes the process (SIGSTOP); returns once it is stopped. */
+  pause(): void;
+  /** Lets it run again (SIGCONT). */
+  resume(): void;
+  /** SIGKILL, as a crash would; resolves once it has exited. */
+  kill(): Promise<void>;
+  /**
+   * SIGTERM (continuing it first if paused): it releases what it holds and
+   * exits. Resolves with the exit code (null if killed by a signal); SIGKILL
+   * after 5 s.
+   */
+  stop(): Promise<number | null>;
+}
+
+const WORKER = 'test/support/workers/lock-holder.ts';
+const DEFAULT_WAIT_MS = 10_000;
+const STOP_TIMEOUT_MS = 5_000;
+const OUTPUT_TAIL_CHARS = 8_000;
+
+/** Starts a holder process; it starts acquiring as soon as it is connected (`ready`). */
+export function startLockHolder(options: LockHolderOptions): LockHolder {
+  installExitHook();
+  return new HolderProcess(spawnTs(WORKER, [JSON.stringify(options)]));
+}
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+interface Waiter {
+  event: string;
+  resolve: (event: HolderEvent) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/** Holders not exited yet. */
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const child of running) child.kill('SIGKILL');
+    running.clear();
+  });
+}
+
+class HolderProcess implements LockHolder {
+  readonly pid: number;
+  readonly events: HolderEvent[] = [];
+  output = '';
+  private readonly exit: Promise<Exit>;
+  private exited?: Exit;
+  private waiters: Waiter[] = [];
+  private paused = false;
+
+  constructor(private readonly child: ChildProcess) {
+    if (child.pid === undefined) throw new Error(`Could not start ${WORKER}`);
+    this.pid = child.pid;
+    running.add(child);
+    let pending = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      const lines = (pending + chunk.toString('utf8')).split('\n');
+      pending = lines.pop()!;
+      for (const line of lines) this.line(line);
+    });
+    child.stderr?.on('data', (chunk: Buffer) => this.keep(chunk.toString()));
+    // 'close' comes after the last output, so every event is seen by then.
+    this.exit = new Promise((resolve) =>
+      child.once('close', (code, signal) => {
+        if (pending) this.line(pending);
+        running.delete(child);
+        this.exited = { code, signal };
+        for (const waiter of this.waiters.splice(0)) {
+          clearTimeout(waiter.timer);
+          waiter.reject(this.failure(`exited before "${waiter.event}"`));
+        }
+        resolve(this.exited);
+      }),
+    );
+    // A forgotten holder does not keep the test process alive (the exit
+    // hook kills it); waiting on it refs it again.
+    this.setRef(false);
+  }
+
+  waitFor(event: string, timeoutMs = DEFAULT_WAIT_MS): Promise<HolderEvent> {
+    const seen = this.events.find((e) => e.event === event);
+    if (seen) return Promise.resolve(seen);
+    if (this.exited)
+      return Promise.reject(this.failure(`exited before "${event}"`));
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        event,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.waiters = this.waiters.filter((w) => w !== waiter);
+          reject(this.failure(`sent no "${event}" within ${timeoutMs} ms`));
+        }, timeoutMs),
+      };
+      this.waiters.push(waiter);
+    });
+  }
+
+  pause(): void {
+    this.signalState(true);
+  }
+
+  resume(): void {
+    this.signalState(false);
+  }
+
+  async kill(): Promise<void> {
+    this.setRef(true);
+    if (!this.exited) this.child.kill('SIGKILL');
+    await this.exit;
+  }
+
+  async stop(): Promise<number | null> {
+    this.setRef(true);
+    if (!this.exited) {
+      this.child.kill('SIGTERM');
+      if (this.paused) this.child.kill('SIGCONT');
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, STOP_TIMEOUT_MS);
+    });
+    if ((await Promise.race([this.exit, late])) === undefined) {
+      this.child.kill('SIGKILL');
+    }
+    clearTimeout(timer);
+    return (await this.exit).code;
+  }
+
+  private signalState(stopped: boolean): void {
+    if (this.exited) throw this.failure('has exited');
+    setProcessStopped(this.pid, stopped);
+    this.paused = stopped;
+  }
+
+  private line(line: string): void {
+    let event: HolderEvent | undefined;
+    try {
+      const parsed = JSON.parse(line) as unknown;
+      if (typeof (parsed as HolderEvent | null)?.event === 'string') {
+        event = parsed as HolderEvent;
+      }
+    } catch {
+      // Not an event: keep it with the output.
+    }
+    if (!event) {
+      if (line.trim()) this.keep(`${line}\n`);
+      return;
+    }
+    this.events.push(event);
+    for (const waiter of this.waiters.filter((w) => w.event === event.event)) {
+      clearTimeout(waiter.timer);
+      waiter.resolve(event);
+    }
+    this.waiters = this.waiters.filter((w) => w.event !== event.event);
+  }
+
+  private keep(text: string): void {
+    this.output = (this.output + text).slice(-OUTPUT_TAIL_CHARS);
+  }
+
+  private setRef(on: boolean): void {
+    for (const handle of [this.child, this.child.stdout, this.child.stderr]) {
+      const refable = handle as
+        (Readable & { ref?(): void; unref?(): void }) | null;
+      if (on) refable?.ref?.();
+      else refable?.unref?.();
+    }
+  }
+
+  private failure(what: string): Error {
+    const exit = this.exited
+      ? ` (${this.exited.signal ? `killed by ${this.exited.signal}` : `exit code ${this.exited.code}`})`
+      : '';
+    const output = this.output.trim();
+    return new Error(
+      `Lock holder ${this.pid} ${what}${exit}. Events: ${JSON.stringify(this.events.map((e) => e.event))}` +
+        (output ? `. Its output:\n${output}` : ''),
+    );
+  }
+}
