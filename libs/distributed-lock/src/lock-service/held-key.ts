@@ -1,5 +1,6 @@
 import { LockBackendError, LockLostError } from '../errors/lock-errors.js';
 import type { LockBackend } from '../backends/lock-backend.js';
+import { leaseDeadline, monotonicNow } from '../lease/lease-clock.js';
 import type { LockLostReason } from './lock-events.js';
 
 /** How a hold keeps its lease. */
@@ -21,7 +22,7 @@ export interface HeldKeyInit {
   readonly policy: LeasePolicy;
   /** Lease the backend actually set; may be shorter than the policy's. */
   readonly grantedLeaseMs: number;
-  /** When the acquisition was sent, so the local expiry errs early, never late. */
+  /** When the acquisition was sent (monotonic ms), so the local expiry errs early, never late. */
   readonly sentAt: number;
   readonly backend: LockBackend;
   readonly onLost: (held: HeldKey, reason: LockLostReason) => void;
@@ -31,6 +32,12 @@ export interface HeldKeyInit {
  * One lock key held by this process, shared by every reentrant hold of it in
  * the same call chain. It keeps the lease alive (watchdog) or watches it end
  * (explicit lease), and aborts {@link signal} the moment the lock is known lost.
+ *
+ * It keeps a deadline on the monotonic clock: the send time of the last
+ * command that set the lease (the grant, or a renewal Redis confirmed), plus
+ * the lease, less an allowance for clock drift. Redis cannot expire the key
+ * before then, so no other process can have taken the lock yet. At that
+ * deadline the hold counts as lost, whatever renewal may still be on its way.
  */
 export class HeldKey {
   readonly name: string;
@@ -40,8 +47,13 @@ export class HeldKey {
   /** Issued with the grant or by {@link fence}; undefined until then. */
   fencingToken?: number;
   readonly policy: LeasePolicy;
-  /** Local estimate of when the lease ends (ms since epoch). */
-  expiresAt: number;
+  /**
+   * The lease the watchdog renews to (a watchdog hold's `extend` changes it),
+   * or the explicit lease.
+   */
+  private leaseMs: number;
+  /** See the class comment: monotonic ms. */
+  private deadline: number;
   /** Reentrant holds not yet released. */
   holds = 1;
   /** Created on first use of {@link signal}: most holds never look at it. */
@@ -49,7 +61,10 @@ export class HeldKey {
   private lostWith?: LockLostError;
   /** A fence request under way, shared by concurrent callers. */
   private fencing?: Promise<number>;
+  /** The next renewal. */
   private timer?: NodeJS.Timeout;
+  /** Marks the hold lost at {@link deadline}. */
+  private deadlineTimer?: NodeJS.Timeout;
   private stopped = false;
   private readonly backend: LockBackend;
   private readonly onLost: HeldKeyInit['onLost'];
@@ -63,8 +78,10 @@ export class HeldKey {
     this.policy = init.policy;
     this.backend = init.backend;
     this.onLost = init.onLost;
-    this.expiresAt = init.sentAt + init.grantedLeaseMs;
-    const left = this.expiresAt - Date.now();
+    this.leaseMs = init.policy.leaseMs;
+    this.deadline = leaseDeadline(init.sentAt, init.grantedLeaseMs);
+    this.armDeadline();
+    const left = this.deadline - monotonicNow();
     if (init.grantedLeaseMs < init.policy.leaseMs) {
       // Handed over from the queue with a short lease: top it up to the full
       // lease at a third of what may be left of it. A short hold has released
@@ -78,9 +95,12 @@ export class HeldKey {
       this.scheduleRenewal(0);
     } else if (init.policy.watchdog) {
       this.scheduleRenewal(init.policy.leaseMs / 3);
-    } else {
-      this.scheduleExpiryNotice();
     }
+  }
+
+  /** Local estimate (ms since epoch) of when the lease ends; errs early. */
+  get expiresAt(): number {
+    return Date.now() + (this.deadline - monotonicNow());
   }
 
   get signal(): AbortSignal {
@@ -126,20 +146,35 @@ export class HeldKey {
     return fence;
   }
 
-  /** Sets the remaining lease to `leaseMs`; false (and lost) when the lock is no longer ours. */
+  /**
+   * Sets the remaining lease to `leaseMs`; false (and lost) when the lock is
+   * no longer ours. On a watchdog hold it also becomes the lease the watchdog
+   * renews to from now on (every third of it); an explicit lease is set once
+   * and then ends.
+   */
   async extend(leaseMs: number): Promise<boolean> {
+    if (!(await this.setLease(leaseMs))) return false;
+    if (this.policy.watchdog) {
+      this.leaseMs = leaseMs;
+      clearTimeout(this.timer);
+      this.scheduleRenewal(leaseMs / 3);
+    }
+    return true;
+  }
+
+  /** Sets the lease in Redis and moves the deadline; false (and lost) when the lock is no longer ours. */
+  private async setLease(leaseMs: number): Promise<boolean> {
     if (this.lost || this.stopped) return false;
-    const sentAt = Date.now();
+    const sentAt = monotonicNow();
     const owned = await this.backend.extend(this.storeKey, this.token, leaseMs);
     if (!owned) {
       this.markLost('taken-over');
       return false;
     }
-    this.expiresAt = sentAt + leaseMs;
-    if (!this.policy.watchdog) {
-      clearTimeout(this.timer);
-      this.scheduleExpiryNotice();
-    }
+    // Told lost at the deadline while the answer was on its way: it stays lost.
+    if (this.lost) return false;
+    this.deadline = leaseDeadline(sentAt, leaseMs);
+    this.armDeadline();
     return true;
   }
 
@@ -160,11 +195,13 @@ export class HeldKey {
     });
   }
 
-  /** Stops renewing (release, shutdown). */
+  /** Stops renewing and watching the deadline (release, shutdown). */
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
   }
 
   private scheduleRenewal(delayMs: number): void {
@@ -175,39 +212,46 @@ export class HeldKey {
 
   private async renew(): Promise<void> {
     if (this.stopped || this.lost) return;
+    const leaseMs = this.leaseMs;
     try {
-      const owned = await this.extend(this.policy.leaseMs);
-      if (!owned) return;
-      if (this.policy.watchdog) this.scheduleRenewal(this.policy.leaseMs / 3);
+      const owned = await this.setLease(leaseMs);
+      // extend() moved the renewals meanwhile: its schedule stands.
+      if (!owned || leaseMs !== this.leaseMs) return;
+      if (this.policy.watchdog) this.scheduleRenewal(leaseMs / 3);
     } catch (error) {
       if (!(error instanceof LockBackendError)) throw error;
-      const left = this.expiresAt - Date.now();
-      if (left <= 0) {
-        this.markLost('renewal-failed');
-      } else {
-        // Redis is away: try again before the lease runs out.
-        this.scheduleRenewal(Math.max(50, left / 3));
-      }
+      // Redis is away: try again before the lease runs out. The deadline
+      // timer says "lost" if none gets through in time.
+      const left = this.deadline - monotonicNow();
+      if (left > 0) this.scheduleRenewal(Math.max(50, left / 3));
     }
   }
 
-  /** An explicit lease just ends: tell the holder when it does. */
-  private scheduleExpiryNotice(): void {
-    if (this.stopped) return;
-    const left = this.expiresAt - Date.now();
-    this.timer = setTimeout(
+  /**
+   * Marks the hold lost at its deadline: an explicit lease just ends there; a
+   * watchdog's renewals did not get through in time.
+   */
+  private armDeadline(): void {
+    clearTimeout(this.deadlineTimer);
+    if (this.stopped || this.lost) return;
+    this.deadlineTimer = setTimeout(
       () => {
-        if (!this.stopped) this.markLost('lease-expired');
+        if (this.stopped) return;
+        this.markLost(
+          this.policy.watchdog ? 'renewal-failed' : 'lease-expired',
+        );
       },
-      Math.max(0, left),
+      Math.max(0, this.deadline - monotonicNow()),
     );
-    this.timer.unref();
+    this.deadlineTimer.unref();
   }
 
   private markLost(reason: LockLostReason): void {
     if (this.lost) return;
     clearTimeout(this.timer);
     this.timer = undefined;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
     this.lostWith = new LockLostError(
       this.name,
       `Lock "${this.name}" was lost (${reason})`,

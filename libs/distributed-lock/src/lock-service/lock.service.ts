@@ -13,6 +13,7 @@ import {
   LockNotAcquiredError,
 } from '../errors/lock-errors.js';
 import { validateLockKey } from '../key-template/key-template.js';
+import { monotonicNow } from '../lease/lease-clock.js';
 import { HeldKey, type LeasePolicy } from './held-key.js';
 import type { LockEventMap, LockLostReason } from './lock-events.js';
 import { LockHandle } from './lock-handle.js';
@@ -187,12 +188,12 @@ export class LockService {
   private acquireOne(attempt: Attempt): Promise<LockHandle> {
     const name = attempt.names[0];
     const storeKey = this.storeKey(name);
-    // Nothing was awaited since the attempt started.
-    const sentAt = attempt.startedAt;
+    const sentAt = monotonicNow();
     let pending: Promise<LockGrant | LockBusy>;
     try {
+      // Nothing was awaited since the attempt started.
       pending = this.settings.backend.acquire(
-        this.request(attempt, storeKey, sentAt),
+        this.request(attempt, storeKey, attempt.startedAt),
       );
     } catch (error) {
       return Promise.reject(error as Error);
@@ -216,7 +217,10 @@ export class LockService {
         const storeKey = this.storeKey(name);
         const joined = outer?.get(this.scopeKey(storeKey));
         // A hold the chain already released (the chain outlived it) is not
-        // joined: the key may be someone else's by now.
+        // joined: the key may be someone else's by now. Concurrent branches of
+        // one chain (a `Promise.all` inside a locked method) both join: the
+        // chain is the holder, so they share the hold and run at once, and
+        // the key is freed when the outermost hold and every branch released.
         if (joined && joined.holds > 0) {
           if (joined.lost)
             throw new LockLostError(
@@ -228,13 +232,21 @@ export class LockService {
           continue;
         }
         reentrant = false;
-        const sentAt = Date.now();
+        const sentAt = monotonicNow();
         const result = await this.settings.backend.acquire(
-          this.request(attempt, storeKey, sentAt),
+          this.request(attempt, storeKey, Date.now()),
         );
         if (!result.acquired) throw this.notAcquired(name, attempt, result);
         taken.push(this.hold(name, storeKey, attempt, result, sentAt));
       }
+      // A key's lease ran out while the later keys were awaited: the caller
+      // never gets a handle on a lock that is not all there.
+      const lapsed = taken.find((held) => held.lost);
+      if (lapsed)
+        throw new LockNotAcquiredError(
+          lapsed.name,
+          Date.now() - attempt.startedAt,
+        );
     } catch (error) {
       await this.releaseHeld(taken).catch(() => undefined);
       throw error;
@@ -242,16 +254,17 @@ export class LockService {
     return new LockHandle(taken, this.releaseHeld, reentrant);
   }
 
+  /** The backend request for `storeKey`, sent at `now` (ms since epoch). */
   private request(
     attempt: Attempt,
     storeKey: string,
-    sentAt: number,
+    now: number,
   ): AcquireRequest {
     return {
       key: storeKey,
       token: attempt.token,
       leaseMs: attempt.policy.leaseMs,
-      waitMs: Math.max(0, attempt.deadline - sentAt),
+      waitMs: Math.max(0, attempt.deadline - now),
       signal: attempt.signal,
     };
   }

@@ -1,0 +1,114 @@
+/**
+ * Lock services for fault tests, and matchers that pick one lock command out
+ * of a client's traffic (for the proxy's cutAfterRequest).
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import { LockService, RedisLockBackend } from '@app/distributed-lock';
+
+/** Settings of {@link openLocks}; unset ones take the library's defaults. */
+export interface OpenLocksOptions {
+  readonly client?: RedisOptions;
+  readonly commandTimeoutMs?: number;
+  readonly handoffLeaseMs?: number;
+  readonly localHandoffs?: number;
+  readonly localHandoffWindowMs?: number;
+  readonly watchdogLeaseTime?: number;
+  readonly leaseTime?: number;
+  readonly waitTime?: number;
+}
+
+/** A LockService with its backend and its own connection. */
+export interface OpenedLocks {
+  readonly locks: LockService;
+  readonly backend: RedisLockBackend;
+  readonly client: Redis;
+  /** Closes the service, its backend and its connection. */
+  readonly close: () => Promise<void>;
+}
+
+/** A LockService on its own connection to `url` (and so its own wake list). */
+export function openLocks(
+  url: string,
+  options: OpenLocksOptions = {},
+): OpenedLocks {
+  const client = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    ...options.client,
+  });
+  client.on('error', () => undefined);
+  const backend = new RedisLockBackend({
+    client,
+    ownsClient: true,
+    commandTimeoutMs: options.commandTimeoutMs,
+    handoffLeaseMs: options.handoffLeaseMs,
+    localHandoffs: options.localHandoffs,
+    localHandoffWindowMs: options.localHandoffWindowMs,
+  });
+  const locks = new LockService({
+    backend,
+    keyPrefix: 'lock:',
+    leaseTime: options.leaseTime,
+    watchdogLeaseTime: options.watchdogLeaseTime ?? 30_000,
+    waitTime: options.waitTime ?? 5_000,
+    maxKeyLength: 512,
+  });
+  return { locks, backend, client, close: () => locks.close() };
+}
+
+/** How many acquisitions wait in `backend` (a private count, for tests). */
+export function waitingIn(backend: RedisLockBackend): number {
+  return (backend as unknown as { waiters: Map<string, unknown> }).waiters.size;
+}
+
+/** The scripts `client` has defined, by the lock's name for them (`lockRelease`, ...). */
+function lockScripts(client: Redis): Map<string, { lua: string; sha: string }> {
+  const defined = (
+    client as unknown as {
+      scriptsSet: Record<string, { lua: string; sha: string }>;
+    }
+  ).scriptsSet;
+  const scripts = new Map<string, { lua: string; sha: string }>();
+  for (const [name, script] of Object.entries(defined)) {
+    if (name.startsWith('distributedLock'))
+      scripts.set(
+        name
+          .slice('distributedLock'.length)
+          .replace(/^./, (c) => c.toLowerCase()),
+        script,
+      );
+  }
+  return scripts;
+}
+
+/** Matches a command `command` (e.g. `set`) on `key` in a client's traffic. */
+export function commandOn(
+  command: string,
+  key: string,
+): (chunk: Buffer) => boolean {
+  const name = `\r\n${command.toLowerCase()}\r\n`;
+  return (chunk) => {
+    const text = chunk.toString('latin1');
+    return text.toLowerCase().includes(name) && text.includes(key);
+  };
+}
+
+/**
+ * Matches a run of the lock script `script` (e.g. `lockRelease`) on `key`:
+ * an EVALSHA, or the EVAL with the script's text that ioredis sends the first
+ * time a connection runs it.
+ */
+export function scriptCall(
+  client: Redis,
+  script: string,
+  key: string,
+): (chunk: Buffer) => boolean {
+  const found = lockScripts(client).get(script);
+  if (!found) throw new Error(`no lock script named ${script}`);
+  return (chunk) => {
+    const text = chunk.toString('latin1');
+    return (
+      (text.includes(found.sha) || text.includes(found.lua)) &&
+      text.includes(key)
+    );
+  };
+}
