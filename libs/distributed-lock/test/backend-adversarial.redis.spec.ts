@@ -200,27 +200,35 @@ describe('leases of a lock handed over from the queue', () => {
 });
 
 describe('a hand-off that arrives after it lapsed', () => {
-  // A real late delivery comes more than a hand-off lease after its grant, and
-  // the grant after the request was sent, so the local estimate is spent and
-  // the service confirms at once. This forged message arrives early by the
-  // clock, so it is confirmed at the first top-up: within a third of the
-  // hand-off lease, never trusted for longer.
-  it('is found out within a third of the hand-off lease, however it arrives', async () => {
-    const s = open({ handoffLeaseMs: 600 });
+  // The waiter cannot see when the lock was handed to it, only that it was
+  // after it queued: its lease is counted from then. A message read more than
+  // a hand-off lease after queueing (a paused process, a long GC) may carry a
+  // grant that lapsed while another process took the lock: it is confirmed
+  // with Redis before the caller runs, never trusted. (A real pause, with
+  // SIGSTOP, is in faults/stale-grant.redis.spec.ts.)
+  it('never reaches the caller: the waiter queues again and gets the lock from its next holder', async () => {
+    const s = open({ handoffLeaseMs: 300 });
     const rival = open();
     const blocker = await rival.locks.acquire('lapsed');
-    const waiting = s.locks.acquire('lapsed', { waitTime: 5_000 });
+    const waiting = s.locks.acquire('lapsed', { waitTime: 10_000 });
+    const settled = settledFlag(waiting);
     await eventually(async () => (await queueLength('lapsed')) === 1);
     const { token, wakeList } = await firstQueued('lapsed');
-    // The message of a hand-off whose lease ran out before it was read (a
-    // stalled process): the lock has moved on to the rival since.
+    await sleep(400);
+    // The message of a hand-off whose lease ran out before it was read: the
+    // lock has moved on to the rival since.
     await redis.rpush(wakeList, `${token}|0|lock:{lapsed}`);
-    const handle = await waiting;
-    await eventually(() => handle.lost, 200 + 600 / 3);
+    await sleep(300);
+    expect(settled()).toBe(false);
     expect(await redis.get('lock:{lapsed}')).toBe(blocker.token);
-    expect(await handle.release()).toBe(false);
-    expect(await redis.get('lock:{lapsed}')).toBe(blocker.token);
+    const blockerFence = await blocker.fence();
     await blocker.release();
+    const handle = await waiting;
+    expect(handle.lost).toBe(false);
+    expect(await redis.get('lock:{lapsed}')).toBe(handle.token);
+    expect(await handle.fence()).toBeGreaterThan(blockerFence);
+    await handle.release();
+    expectNothingLeft(s.backend);
   });
 });
 
@@ -649,24 +657,6 @@ describe('local hand-offs (lock cohorting)', () => {
       500,
     );
     expect(await next.release()).toBe(false);
-    expectNothingLeft(here.backend);
-  });
-
-  it('a lock lost before it was passed on: the release answers false, the new holder finds out', async () => {
-    const here = open();
-    const { holder, waiting } = await heldWithLocalWaiters(
-      here,
-      'lost-pass',
-      1,
-    );
-    // Deleted behind the holder's back (by hand, or a Redis that lost its data).
-    await redis.del('lock:{lost-pass}');
-    expect(await holder.release()).toBe(false);
-    const next = await waiting[0];
-    await expect(next.fence()).rejects.toBeInstanceOf(LockLostError);
-    expect(next.lost).toBe(true);
-    expect(await next.release()).toBe(false);
-    expect(await redis.exists('lock:{lost-pass}')).toBe(0);
     expectNothingLeft(here.backend);
   });
 

@@ -29,7 +29,7 @@ const scripts = {
   lockRelease: { numberOfKeys: 4, lua: withGrantNext('release') },
   lockReleaseUnqueued: { numberOfKeys: 2, lua: readScript('release-unqueued') },
   lockKick: { numberOfKeys: 3, lua: withGrantNext('kick') },
-  lockCancel: { numberOfKeys: 4, lua: readScript('cancel') },
+  lockCancel: { numberOfKeys: 4, lua: withGrantNext('cancel') },
   lockExtend: { numberOfKeys: 1, lua: readScript('extend') },
   lockPassOn: { numberOfKeys: 3, lua: readScript('pass-on') },
   lockFence: { numberOfKeys: 2, lua: withGrantNext('fence') },

@@ -8,6 +8,11 @@ import type {
   LockBusy,
   LockGrant,
 } from '../lock-backend.js';
+import {
+  isFresh,
+  leaseDeadline,
+  monotonicNow,
+} from '../../lease/lease-clock.js';
 import { CallDeadlines } from './call-deadlines.js';
 import { defineLockScripts, type LockScriptCommands } from './lock-scripts.js';
 
@@ -63,8 +68,16 @@ interface Waiter {
   readonly key: string;
   readonly token: string;
   readonly leaseMs: number;
-  /** When the acquisition began (ms since epoch): no grant to it is older. */
+  /** When the acquisition began (ms since epoch). */
   readonly startedAt: number;
+  /** When the acquisition began, on the monotonic clock: grants' leases count from here. */
+  readonly calledAt: number;
+  /**
+   * When the command that queued it (or, while it waits only here, the
+   * acquisition) was sent, on the monotonic clock: no lock was handed to it
+   * earlier, so a hand-off's lease counts from here.
+   */
+  queuedAt: number;
   readonly deadline: number;
   /**
    * Its entry in the key's queue in Redis; undefined while it waits only here,
@@ -74,6 +87,8 @@ interface Waiter {
   cancelling: boolean;
   /** A hand-off reached it while it was giving up (the cancel script then decides). */
   handedOver: boolean;
+  /** Its grant may have lapsed and is being confirmed with Redis (see {@link RedisLockBackend.grant}). */
+  confirming: boolean;
   /** How the wait ended; undefined while waiting. */
   outcome?: 'acquired' | 'not-acquired';
   timer?: NodeJS.Timeout;
@@ -90,9 +105,9 @@ interface Waiter {
 interface LocalHold {
   /** The token the lock is stored under in Redis: that of its first holder here. */
   readonly storedAs: string;
-  /** The token of whoever holds it now. */
+  /** The token of whoever holds it now; '' while it is being passed on. */
   holder: string;
-  /** Local estimate of when the lease ends (ms since epoch), never later than Redis's. */
+  /** Local estimate of when the lease ends (monotonic ms), never later than Redis's. */
   expiresAt: number;
   /** Times in a row the queue's head was passed over so far, here and by release.lua. */
   passes: number;
@@ -100,6 +115,15 @@ interface LocalHold {
   firstPassAt: number;
   /** Of {@link passes}, those made in memory, which Redis has not counted yet. */
   passesInMemory: number;
+}
+
+/**
+ * When an acquisition began: by the time of day, which its wait counts from,
+ * and on the monotonic clock, which the leases it is granted count from.
+ */
+interface Started {
+  readonly at: number;
+  readonly calledAt: number;
 }
 
 /** Passes over the queue's head that a lock handed over by release.lua brings along. */
@@ -186,6 +210,8 @@ export class RedisLockBackend implements LockBackend {
   private busy = 0;
   private onIdle?: () => void;
   private blocking?: Redis;
+  /** Times the client's connection closed: see {@link resent}. */
+  private connectionDrops = 0;
   private listening = false;
   private closed = false;
 
@@ -205,6 +231,7 @@ export class RedisLockBackend implements LockBackend {
     const instanceId = randomBytes(12).toString('base64url');
     this.wakeList = `${options.keyPrefix ?? defaults.keyPrefix}wake:${instanceId}`;
     this.scriptWakeList = this.clientKeyPrefix + this.wakeList;
+    this.client.on('close', this.countConnectionDrop);
   }
 
   /**
@@ -216,15 +243,15 @@ export class RedisLockBackend implements LockBackend {
    */
   acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
     if (this.closed) return Promise.reject(closedError());
-    const startedAt = Date.now();
+    const started: Started = { at: Date.now(), calledAt: monotonicNow() };
     if (this.holds.size > 0 && this.passesInMemory) {
       const hold = this.holds.get(request.key);
-      if (hold && this.mayWaitBehind(hold, request, startedAt))
-        return this.waitBehind(request, hold, startedAt);
+      if (hold && this.mayWaitBehind(hold, request, started.calledAt))
+        return this.waitBehind(request, hold, started);
     }
     if (this.isContended(request.key))
-      return this.acquireContended(request, startedAt);
-    return this.take(request, startedAt);
+      return this.acquireContended(request, started);
+    return this.take(request, started);
   }
 
   private mayWaitBehind(
@@ -244,15 +271,16 @@ export class RedisLockBackend implements LockBackend {
   private waitBehind(
     request: AcquireRequest,
     hold: LocalHold,
-    startedAt: number,
+    started: Started,
   ): Promise<LockGrant | LockBusy> {
-    const deadline = startedAt + Math.floor(request.waitMs);
+    const deadline = started.at + Math.floor(request.waitMs);
     return this.wait(
       request,
       undefined,
-      startedAt,
+      started,
+      started.calledAt,
       deadline,
-      hold.expiresAt - startedAt,
+      hold.expiresAt - started.calledAt,
     );
   }
 
@@ -265,7 +293,7 @@ export class RedisLockBackend implements LockBackend {
    */
   private take(
     request: AcquireRequest,
-    startedAt: number,
+    started: Started,
   ): Promise<LockGrant | LockBusy> {
     const { key, token, leaseMs } = request;
     return this.call(
@@ -275,26 +303,30 @@ export class RedisLockBackend implements LockBackend {
         if (late === 'OK') this.giveBack(key, token);
       },
       (reply): LockGrant | LockBusy | Promise<LockGrant | LockBusy> => {
+        // Busy, or already ours: a reconnect re-sent this SET after the first
+        // one took the lock, and acquire.lua answers that as taken.
         if (reply !== 'OK') {
           this.rememberContended(key);
-          return this.acquireContended(request, startedAt);
+          return this.acquireContended(request, started);
         }
         if (this.closed) {
           this.giveBack(key, token);
           return { acquired: false };
         }
-        return { acquired: true, leaseMs };
+        if (isFresh(leaseDeadline(started.calledAt, leaseMs), leaseMs))
+          return { acquired: true, leaseMs };
+        return this.confirmTaken(request, started, undefined);
       },
     );
   }
 
   private async acquireContended(
     request: AcquireRequest,
-    startedAt: number,
+    started: Started,
   ): Promise<LockGrant | LockBusy> {
     this.busy += 1;
     try {
-      return await this.acquireOrWait(request, startedAt);
+      return await this.acquireOrWait(request, started);
     } finally {
       this.untrack();
     }
@@ -302,18 +334,18 @@ export class RedisLockBackend implements LockBackend {
 
   private async acquireOrWait(
     request: AcquireRequest,
-    startedAt: number,
+    started: Started,
   ): Promise<LockGrant | LockBusy> {
     const { key, token, leaseMs } = request;
     const id = handoffId(key, token);
-    const deadline = startedAt + Math.max(0, Math.floor(request.waitMs));
+    const deadline = started.at + Math.max(0, Math.floor(request.waitMs));
     // What is left of the wait after the bare SET found the key busy.
     const waitMs = request.signal?.aborted
       ? 0
       : Math.max(0, deadline - Date.now());
 
     this.acquiring.add(id);
-    const sentAt = Date.now();
+    const sentAt = monotonicNow();
     let reply: AcquireReply;
     try {
       reply = parseAcquireReply(
@@ -339,8 +371,15 @@ export class RedisLockBackend implements LockBackend {
     if (reply[0] === 1) {
       // Not queued, so no hand-off was meant for this acquisition.
       this.forgetEarlyHandoff(key, token);
+      const fencingToken = Number(reply[1]);
+      if (!isFresh(leaseDeadline(sentAt, leaseMs), leaseMs))
+        return this.confirmTaken(request, started, fencingToken);
       this.holdLocally(key, token, sentAt + leaseMs);
-      return { acquired: true, fencingToken: Number(reply[1]), leaseMs };
+      return {
+        acquired: true,
+        fencingToken,
+        leaseMs: sentAt + leaseMs - started.calledAt,
+      };
     }
     const [, pttl, entry] = reply;
     this.rememberContended(key);
@@ -348,15 +387,41 @@ export class RedisLockBackend implements LockBackend {
       this.forgetEarlyHandoff(key, token);
       return busy(pttl);
     }
-    return this.wait(request, entry, startedAt, deadline, Number(pttl));
+    return this.wait(request, entry, started, sentAt, deadline, Number(pttl));
   }
 
+  /**
+   * The answer that granted the lock came so late (a paused process, a slow
+   * event loop) that its lease may have lapsed: the caller must not run on
+   * it. Sets the full lease if the lock is still ours, counted from now; if it
+   * is not, tries again within what is left of the wait.
+   */
+  private async confirmTaken(
+    request: AcquireRequest,
+    started: Started,
+    fencingToken: number | undefined,
+  ): Promise<LockGrant | LockBusy> {
+    const { key, token, leaseMs } = request;
+    const sentAt = monotonicNow();
+    const owned = await this.call(
+      this.scripts.lockExtend(key, token, Math.ceil(leaseMs)),
+      'acquire',
+    );
+    if (Number(owned) !== 1) return this.acquireContended(request, started);
+    if (fencingToken !== undefined)
+      this.holdLocally(key, token, sentAt + leaseMs);
+    return {
+      acquired: true,
+      fencingToken,
+      leaseMs: sentAt + leaseMs - started.calledAt,
+    };
+  }
   async extend(key: string, token: string, leaseMs: number): Promise<boolean> {
     this.assertOpen();
     const hold = this.localHold(key, token);
     // Passed on to another holder here: no longer this token's to extend.
     if (hold && hold.holder !== token) return false;
-    const sentAt = Date.now();
+    const sentAt = monotonicNow();
     const result = await this.call(
       this.scripts.lockExtend(key, hold?.storedAs ?? token, Math.ceil(leaseMs)),
       'extend',
@@ -391,35 +456,38 @@ export class RedisLockBackend implements LockBackend {
     token: string,
     hold: LocalHold,
   ): Promise<boolean> {
-    // Passed on already: a second release of the same hold.
+    // Passed on already (or being passed on): a second release of the same hold.
     if (hold.holder !== token) return Promise.resolve(false);
     const now = Date.now();
-    const next = this.mayPassOver(hold, now)
+    const mono = monotonicNow();
+    const next = this.mayPassOver(hold, mono)
       ? this.oldestLocalWaiter(key, now)
       : undefined;
     if (next) {
       const leaseMs = this.handoffLease(next);
       // A lease about to end is not passed on: its new holder would have to
       // renew it at once, a round trip as long as a release's.
-      if (hold.expiresAt - now >= leaseMs / 2)
-        return this.passOn(key, hold, next, leaseMs, now);
+      if (hold.expiresAt - mono >= leaseMs / 2)
+        return this.passOn(key, hold, next, leaseMs, mono);
     }
     this.holds.delete(key);
-    return this.releaseToQueue(key, hold, now);
+    return this.releaseToQueue(key, hold, mono);
   }
 
   /**
    * Releases a lock held here through Redis, which serves its queue. Should
    * nobody be queued there, the oldest waiter here that is not queued takes
    * it in the same step; the others keep waiting here behind it. If the lock
-   * went elsewhere, they queue in Redis.
+   * went elsewhere, they queue in Redis. If Redis does not answer, they fail
+   * with the same error: what they waited for can no longer come.
    */
   private async releaseToQueue(
     key: string,
     hold: LocalHold,
-    now: number,
+    mono: number,
   ): Promise<boolean> {
-    const successor = this.oldestLocalWaiter(key, now, 'unqueued');
+    const successor = this.oldestLocalWaiter(key, Date.now(), 'unqueued');
+    let failure: unknown;
     try {
       return await this.runRelease(
         key,
@@ -427,25 +495,39 @@ export class RedisLockBackend implements LockBackend {
         undefined,
         {
           passes: hold.passesInMemory,
-          sinceFirstMs: hold.passes > 0 ? now - hold.firstPassAt : 0,
+          sinceFirstMs: hold.passes > 0 ? mono - hold.firstPassAt : 0,
         },
         successor,
       );
+    } catch (error) {
+      failure = error;
+      throw error;
     } finally {
-      if (!this.holds.has(key)) this.queueWaitersBehind(key);
+      if (failure !== undefined) this.failWaitersBehind(key, failure);
+      else if (!this.holds.has(key)) this.queueWaitersBehind(key);
     }
+  }
+
+  /** Those who waited here for the lock this process held, and not in Redis's queue. */
+  private waitersBehind(key: string): Waiter[] {
+    const waiting = this.waitersByKey.get(key);
+    if (!waiting) return [];
+    return [...waiting].filter((waiter) => waiter.entry === undefined);
   }
 
   /** The lock held here is gone: those who waited for it here queue in Redis. */
   private queueWaitersBehind(key: string): void {
-    const waiting = this.waitersByKey.get(key);
-    if (!waiting) return;
-    const unqueued = [...waiting].filter(
-      (waiter) => waiter.entry === undefined,
-    );
+    const unqueued = this.waitersBehind(key);
     if (unqueued.length > 0)
       // On failure the next safety check tries again.
       void this.track(this.requeue(key, unqueued).catch(() => undefined));
+  }
+
+  /** Redis did not confirm where the lock held here went: its waiters here fail with that error. */
+  private failWaitersBehind(key: string, error: unknown): void {
+    for (const waiter of this.waitersBehind(key)) {
+      if (!waiter.confirming) this.settle(waiter, error as Error);
+    }
   }
 
   /** Forgets a hold found lost, sending its local waiters to the queue. */
@@ -464,12 +546,12 @@ export class RedisLockBackend implements LockBackend {
     return this.localHandoffs > 0 && this.localHandoffWindowMs > 0;
   }
 
-  /** Whether the next hand-off may pass over the queue's head once more. */
-  private mayPassOver(hold: LocalHold, now: number): boolean {
+  /** Whether the next hand-off may pass over the queue's head once more (`mono`: monotonic now). */
+  private mayPassOver(hold: LocalHold, mono: number): boolean {
     return (
       this.passesInMemory &&
       hold.passes < this.localHandoffs &&
-      (hold.passes === 0 || now - hold.firstPassAt < this.localHandoffWindowMs)
+      (hold.passes === 0 || mono - hold.firstPassAt < this.localHandoffWindowMs)
     );
   }
 
@@ -483,6 +565,7 @@ export class RedisLockBackend implements LockBackend {
       if (
         (only === undefined || waiter.entry === undefined) &&
         !waiter.cancelling &&
+        !waiter.confirming &&
         waiter.deadline >= now &&
         !waiter.signal?.aborted &&
         // Being queued again (see requeue): its new entry is not known yet.
@@ -493,25 +576,29 @@ export class RedisLockBackend implements LockBackend {
     return undefined;
   }
 
-  /** Gives the held lock to `next` in memory; resolves with whether it was still ours to give. */
+  /**
+   * Gives the held lock to `next`, a waiter of this process, without a trip
+   * through the queue: pass-on.lua sets the new holder's lease on the lock,
+   * which stays stored under its first token here. The new holder runs only
+   * once Redis has confirmed that: a lock lost meanwhile (Redis restarted
+   * empty, the key deleted) is never passed on. Resolves with whether it was
+   * still ours to give; rejects, and fails the waiters here, when Redis does
+   * not answer.
+   */
   private passOn(
     key: string,
     hold: LocalHold,
     next: Waiter,
     leaseMs: number,
-    now: number,
+    mono: number,
   ): Promise<boolean> {
-    // Until pass-on.lua sets the new lease, the old one runs.
-    const expiresAt = Math.min(hold.expiresAt, now + leaseMs);
-    if (hold.passes === 0) hold.firstPassAt = now;
+    if (hold.passes === 0) hold.firstPassAt = mono;
     hold.passes += 1;
     hold.passesInMemory += 1;
-    hold.holder = next.token;
-    hold.expiresAt = expiresAt;
-    this.settle(next, {
-      acquired: true,
-      leaseMs: expiresAt - next.startedAt,
-    });
+    // Nobody here holds it until Redis answers; the old lease runs meanwhile.
+    hold.holder = '';
+    next.confirming = true;
+    const sentAt = monotonicNow();
     return this.call(
       this.scripts.lockPassOn(
         key,
@@ -523,20 +610,66 @@ export class RedisLockBackend implements LockBackend {
         Math.ceil(leaseMs),
       ),
       'release',
-      undefined,
+      // Passed after we gave up on it: nobody here holds it now.
+      (late) => {
+        if (Number(late) === 1) this.giveBack(key, hold.storedAs);
+      },
       (reply) => {
-        const current = this.holds.get(key) === hold;
         if (Number(reply) !== 1) {
-          // Lost before it was passed on (deleted, Redis restarted): the new
-          // holder's first renewal or fencing token will find out.
-          if (current) this.dropHold(key);
+          // Lost before it was passed on: `next` still waits, and its place
+          // in Redis's queue was kept.
+          next.confirming = false;
+          if (this.holds.get(key) === hold) this.dropHold(key);
           return false;
         }
-        if (current && hold.holder === next.token)
-          hold.expiresAt = Math.max(hold.expiresAt, now + leaseMs);
+        // Its entry left the queue with the pass.
+        next.entry = undefined;
+        hold.holder = next.token;
+        hold.expiresAt = sentAt + leaseMs;
+        if (isFresh(leaseDeadline(sentAt, leaseMs), leaseMs)) {
+          next.confirming = false;
+          this.takePass(key, next, sentAt + leaseMs);
+        } else {
+          // Answered so late that the new lease may have lapsed already.
+          void this.track(this.confirmPass(key, next));
+        }
         return true;
       },
-    );
+    ).catch((error: unknown) => {
+      next.confirming = false;
+      if (this.holds.get(key) === hold) this.holds.delete(key);
+      this.failWaitersBehind(key, error);
+      throw error;
+    });
+  }
+
+  /** `next` runs with the lock passed to it, surely held until `expiresAt` (monotonic). */
+  private takePass(key: string, next: Waiter, expiresAt: number): void {
+    const granted = this.settle(next, {
+      acquired: true,
+      leaseMs: expiresAt - next.calledAt,
+    });
+    // `next` left (closing) while Redis answered: pass the lock on again.
+    if (!granted) void this.release(key, next.token).catch(() => false);
+  }
+
+  /** A pass confirmed late: sets `next`'s full lease if the lock is still held here, before it runs. */
+  private async confirmPass(key: string, next: Waiter): Promise<void> {
+    const sentAt = monotonicNow();
+    let owned: boolean;
+    try {
+      owned = await this.extend(key, next.token, next.leaseMs);
+    } catch (error) {
+      next.confirming = false;
+      this.settle(next, error as Error);
+      return;
+    }
+    next.confirming = false;
+    // Not owned: extend() dropped the hold and sent its waiters, `next`
+    // among them, to Redis's queue.
+    if (owned) this.takePass(key, next, sentAt + next.leaseMs);
+    else if (next.deadline <= Date.now() || next.signal?.aborted)
+      await this.giveUp(next);
   }
 
   /** The contended hold of `key` that `token` has or had here, if any. */
@@ -556,7 +689,7 @@ export class RedisLockBackend implements LockBackend {
     streak?: PassStreak,
   ): void {
     if (this.closed) return;
-    const now = Date.now();
+    const now = monotonicNow();
     this.holds.set(key, {
       storedAs: token,
       holder: token,
@@ -578,6 +711,7 @@ export class RedisLockBackend implements LockBackend {
    * queues, and then the full release, which serves the queue.
    */
   private releaseUnqueued(key: string, token: string): Promise<boolean> {
+    const drops = this.connectionDrops;
     return this.call(
       this.scripts.lockReleaseUnqueued(key, queueKey(key), token),
       'release',
@@ -588,7 +722,7 @@ export class RedisLockBackend implements LockBackend {
       },
       (reply) => {
         const result = Number(reply);
-        if (result !== -1) return result === 1;
+        if (result !== -1) return result === 1 || this.resent(drops);
         this.rememberContended(key);
         return this.runRelease(key, token);
       },
@@ -629,7 +763,13 @@ export class RedisLockBackend implements LockBackend {
       void this.track(
         this.cancelEntry(waiter.key, waiter.token, waiter.entry)
           .then((outcome) => {
-            if (outcome.claimed) this.grant(waiter, outcome.fencingToken);
+            if (outcome.claimed)
+              this.grant(
+                waiter,
+                outcome.fencingToken,
+                outcome.sentAt,
+                outcome.leaseMs,
+              );
           })
           .catch(() => undefined),
       );
@@ -645,6 +785,7 @@ export class RedisLockBackend implements LockBackend {
     }
     this.onIdle = undefined;
     this.deadlines.stopWhenIdle();
+    this.client.off('close', this.countConnectionDrop);
     this.blocking?.disconnect();
     this.blocking = undefined;
     if (this.ownsClient) {
@@ -668,7 +809,8 @@ export class RedisLockBackend implements LockBackend {
   private wait(
     request: AcquireRequest,
     entry: string | undefined,
-    startedAt: number,
+    started: Started,
+    queuedAt: number,
     deadline: number,
     holderPttl: number,
   ): Promise<LockGrant | LockBusy> {
@@ -678,11 +820,14 @@ export class RedisLockBackend implements LockBackend {
         key: request.key,
         token: request.token,
         leaseMs: request.leaseMs,
-        startedAt,
+        startedAt: started.at,
+        calledAt: started.calledAt,
+        queuedAt,
         deadline,
         entry,
         cancelling: false,
         handedOver: false,
+        confirming: false,
         signal: request.signal,
         onAbort: () => void this.track(this.giveUp(waiter)),
         resolve,
@@ -701,7 +846,7 @@ export class RedisLockBackend implements LockBackend {
       const early = this.earlyHandoffs.get(waiter.id);
       if (early !== undefined) {
         this.earlyHandoffs.delete(waiter.id);
-        this.grant(waiter, early);
+        this.grant(waiter, early, queuedAt, this.handoffLease(waiter));
         return;
       }
       if (request.signal?.aborted) {
@@ -716,33 +861,87 @@ export class RedisLockBackend implements LockBackend {
   }
 
   /**
-   * Gives `waiter` the lock handed to it. Returns false when the waiter had
-   * already settled; if it left without the lock, the lock is given back.
+   * Gives `waiter` the lock handed to it, whose lease of `leaseMs` was set no
+   * earlier than `setAfter` (monotonic ms). A grant that may have lapsed by
+   * now (the process was paused, its wake-up read late) never reaches the
+   * waiter as it is: it is confirmed with Redis first (see
+   * {@link confirmGrant}). Returns false when the waiter had already settled
+   * or is being confirmed; if it left without the lock, the lock is given
+   * back.
    */
   private grant(
     waiter: Waiter,
-    fencingToken: number,
-    leaseMs?: number,
+    fencingToken: number | undefined,
+    setAfter: number,
+    leaseMs: number,
     streak?: PassStreak,
   ): boolean {
-    const grantedLeaseMs = leaseMs ?? this.handoffLease(waiter);
-    const granted = this.settle(waiter, {
+    if (this.waiters.get(waiter.id) !== waiter || waiter.confirming) {
+      if (waiter.outcome === 'not-acquired')
+        this.giveBack(waiter.key, waiter.token, fencingToken);
+      return false;
+    }
+    if (!isFresh(leaseDeadline(setAfter, leaseMs), leaseMs)) {
+      waiter.confirming = true;
+      void this.track(this.confirmGrant(waiter, fencingToken, streak));
+      return true;
+    }
+    this.settle(waiter, {
       acquired: true,
       fencingToken,
-      leaseMs: grantedLeaseMs,
+      leaseMs: setAfter + leaseMs - waiter.calledAt,
     });
-    if (granted) {
-      // Set at some moment since the waiter began: the estimate errs early.
-      this.holdLocally(
-        waiter.key,
-        waiter.token,
-        waiter.startedAt + grantedLeaseMs,
-        streak,
+    this.holdLocally(waiter.key, waiter.token, setAfter + leaseMs, streak);
+    return true;
+  }
+
+  /**
+   * A grant that may have lapsed: sets the waiter's full lease if its token
+   * still holds the lock, counted from now, and only then lets it run. If the
+   * lock has moved on (its lease ran out while this process was paused, and
+   * another took it), the waiter queues again within what is left of its
+   * wait.
+   */
+  private async confirmGrant(
+    waiter: Waiter,
+    fencingToken: number | undefined,
+    streak: PassStreak | undefined,
+  ): Promise<void> {
+    const { key, token, leaseMs } = waiter;
+    const sentAt = monotonicNow();
+    let owned: boolean;
+    try {
+      const reply = await this.call(
+        this.scripts.lockExtend(key, token, Math.ceil(leaseMs)),
+        'acquire',
       );
-    } else if (waiter.outcome === 'not-acquired') {
-      this.giveBack(waiter.key, waiter.token, fencingToken);
+      owned = Number(reply) === 1;
+    } catch (error) {
+      waiter.confirming = false;
+      this.settle(waiter, error as Error);
+      return;
     }
-    return granted;
+    waiter.confirming = false;
+    if (owned) {
+      const granted = this.settle(waiter, {
+        acquired: true,
+        fencingToken,
+        leaseMs: sentAt + leaseMs - waiter.calledAt,
+      });
+      if (granted) this.holdLocally(key, token, sentAt + leaseMs, streak);
+      else this.giveBack(key, token);
+      return;
+    }
+    waiter.entry = undefined;
+    try {
+      await this.requeueOne(key, waiter);
+    } catch (error) {
+      this.settle(waiter, error as Error);
+      return;
+    }
+    // Its wait ran out, or it was aborted, while it was being confirmed.
+    if (waiter.deadline <= Date.now() || waiter.signal?.aborted)
+      await this.giveUp(waiter);
   }
 
   private settle(
@@ -771,13 +970,19 @@ export class RedisLockBackend implements LockBackend {
 
   /** The wait ran out or was aborted: leave the queue, unless the lock arrived meanwhile. */
   private async giveUp(waiter: Waiter): Promise<void> {
-    if (waiter.cancelling || this.waiters.get(waiter.id) !== waiter) return;
+    if (
+      waiter.cancelling ||
+      // Its grant is being confirmed, which settles it either way.
+      waiter.confirming ||
+      this.waiters.get(waiter.id) !== waiter
+    )
+      return;
     waiter.cancelling = true;
     if (waiter.entry === undefined) {
       // Not queued in Redis (if a requeue is on its way, it gives back what
       // it gets for a waiter that left).
       const hold = this.holds.get(waiter.key);
-      this.settle(waiter, busy(hold ? hold.expiresAt - Date.now() : 0));
+      this.settle(waiter, busy(hold ? hold.expiresAt - monotonicNow() : 0));
       return;
     }
     try {
@@ -793,6 +998,7 @@ export class RedisLockBackend implements LockBackend {
         const granted = this.grant(
           waiter,
           outcome.fencingToken,
+          outcome.sentAt,
           outcome.leaseMs,
         );
         // Its hand-off message may still be on its way: ignore it then.
@@ -810,9 +1016,10 @@ export class RedisLockBackend implements LockBackend {
     token: string,
     entry: string,
   ): Promise<
-    | { claimed: true; fencingToken: number; leaseMs: number }
+    | { claimed: true; fencingToken: number; sentAt: number; leaseMs: number }
     | { claimed: false; holderPttl: number }
   > {
+    const sentAt = monotonicNow();
     const reply = (await this.call(
       this.scripts.lockCancel(...this.queueKeys(key), token, entry),
       'cancel',
@@ -826,6 +1033,7 @@ export class RedisLockBackend implements LockBackend {
     return {
       claimed: true,
       fencingToken: Number(reply[1]),
+      sentAt,
       leaseMs: Math.max(1, Number(reply[2])),
     };
   }
@@ -892,11 +1100,17 @@ export class RedisLockBackend implements LockBackend {
     return blocking;
   }
 
-  /** A lock was handed to `token`: wake its waiter, or pass the lock on if nobody here wants it. */
+  /**
+   * A lock was handed to `token`: wake its waiter, or pass the lock on if
+   * nobody here wants it. The hand-off's lease was set after the waiter
+   * queued, and after `sentAt` (monotonic) when the answer of a command sent
+   * then brought it.
+   */
   private deliver(
     token: string,
     fencingToken: number,
     key: string,
+    sentAt?: number,
     streak?: PassStreak,
   ): void {
     const id = handoffId(key, token);
@@ -904,7 +1118,14 @@ export class RedisLockBackend implements LockBackend {
     if (waiter) {
       // While giving up, the cancel script decides who keeps the lock.
       if (waiter.cancelling) waiter.handedOver = true;
-      else this.grant(waiter, fencingToken, undefined, streak);
+      else
+        this.grant(
+          waiter,
+          fencingToken,
+          Math.max(waiter.queuedAt, sentAt ?? -Infinity),
+          this.handoffLease(waiter),
+          streak,
+        );
     } else if (this.claimed.delete(id)) {
       // The waiter already took this lock (giving up, or on a check).
     } else if (this.acquiring.has(id)) {
@@ -958,14 +1179,17 @@ export class RedisLockBackend implements LockBackend {
     successor?: Waiter,
   ): Promise<boolean> {
     this.busy += 1;
+    const drops = this.connectionDrops;
+    const sentAt = monotonicNow();
     try {
       const result = await this.call(
         this.releaseScript(key, token, fencingToken, passedInMemory, successor),
         'release',
         // Applied after all: a waiter here it was handed to must still hear of it.
-        (late) => this.afterRelease(key, late),
+        (late) => this.afterRelease(key, late, sentAt),
       );
-      const released = this.afterRelease(key, result);
+      const released =
+        this.afterRelease(key, result, sentAt) || this.resent(drops);
       if (typeof result === 'string') {
         // Handed to a waiter here: let the new holder run on before the
         // releaser does. Its work is what the other waiters wait for; the
@@ -978,7 +1202,22 @@ export class RedisLockBackend implements LockBackend {
     }
   }
 
-  private afterRelease(key: string, result: unknown): boolean {
+  /**
+   * Whether a command sent when the connection had dropped `drops` times may
+   * have run twice: ioredis re-sends what was in flight when a connection
+   * drops. A release that finds its token gone then most likely freed the
+   * lock in its first run, whose answer was lost: it counts as released. (The
+   * holder's own deadline tells a lease that ran out before.)
+   */
+  private resent(drops: number): boolean {
+    return this.connectionDrops !== drops;
+  }
+
+  private readonly countConnectionDrop = (): void => {
+    this.connectionDrops += 1;
+  };
+
+  private afterRelease(key: string, result: unknown, sentAt: number): boolean {
     if (typeof result === 'string') {
       // Handed to a waiter of this process: deliver it without a trip through Redis.
       const [nextToken, fencingToken, passes, sinceFirstMs] = result.split('|');
@@ -986,7 +1225,7 @@ export class RedisLockBackend implements LockBackend {
         passes === undefined
           ? undefined
           : { passes: Number(passes), sinceFirstMs: Number(sinceFirstMs) };
-      this.deliver(nextToken, Number(fencingToken), key, streak);
+      this.deliver(nextToken, Number(fencingToken), key, sentAt, streak);
       return true;
     }
     return Number(result) === 1;
@@ -1045,16 +1284,17 @@ export class RedisLockBackend implements LockBackend {
     const waiting: Waiter[] = [];
     const missing: Waiter[] = [];
     const hold = this.holds.get(key);
-    const held = hold !== undefined && hold.expiresAt > Date.now();
+    const held = hold !== undefined && hold.expiresAt > monotonicNow();
     for (const waiter of this.waitersByKey.get(key) ?? []) {
-      if (waiter.cancelling) continue;
+      if (waiter.cancelling || waiter.confirming) continue;
       if (waiter.entry !== undefined) waiting.push(waiter);
       // Waiting here for a hold that ended without a pass (its lease ran out).
       else if (!held) missing.push(waiter);
     }
-    let pttl = held ? hold.expiresAt - Date.now() : this.handoffLeaseMs;
+    let pttl = held ? hold.expiresAt - monotonicNow() : this.handoffLeaseMs;
     try {
       if (waiting.length > 0 && !this.closed) {
+        const sentAt = monotonicNow();
         const [remaining, fencingToken, states] = (await this.call(
           this.scripts.lockKick(
             ...this.lockKeys(key),
@@ -1066,7 +1306,8 @@ export class RedisLockBackend implements LockBackend {
         for (const [index, waiter] of waiting.entries()) {
           if (states[index] === 'h') {
             // Handed over, but its wake-up was lost (or is still on its way).
-            if (this.grant(waiter, Number(fencingToken)))
+            // The lease left is the lock's own, counted from the check.
+            if (this.grant(waiter, Number(fencingToken), sentAt, pttl))
               this.rememberClaimed(waiter.id);
           } else if (states[index] === 'm') {
             missing.push(waiter);
@@ -1103,6 +1344,7 @@ export class RedisLockBackend implements LockBackend {
     const remaining = waiter.deadline - Date.now();
     if (remaining <= 0) return;
     this.acquiring.add(waiter.id);
+    const sentAt = monotonicNow();
     try {
       const reply = parseAcquireReply(
         await this.call(
@@ -1113,10 +1355,12 @@ export class RedisLockBackend implements LockBackend {
         ),
       );
       if (reply[0] === 1) {
-        this.grant(waiter, Number(reply[1]), waiter.leaseMs);
+        this.grant(waiter, Number(reply[1]), sentAt, waiter.leaseMs);
       } else if (reply[2] !== undefined) {
-        if (this.waiters.get(waiter.id) === waiter) waiter.entry = reply[2];
-        else if (waiter.outcome === 'not-acquired')
+        if (this.waiters.get(waiter.id) === waiter) {
+          waiter.entry = reply[2];
+          waiter.queuedAt = sentAt;
+        } else if (waiter.outcome === 'not-acquired')
           this.undoAcquire(key, waiter.token, reply);
       }
     } finally {
@@ -1124,7 +1368,7 @@ export class RedisLockBackend implements LockBackend {
       const early = this.earlyHandoffs.get(waiter.id);
       if (early !== undefined) {
         this.earlyHandoffs.delete(waiter.id);
-        this.grant(waiter, early);
+        this.grant(waiter, early, sentAt, this.handoffLease(waiter));
       }
     }
   }

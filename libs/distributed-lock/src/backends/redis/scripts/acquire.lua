@@ -3,6 +3,9 @@
 -- ARGV[4] this process's wake list, ARGV[5] lease given on hand-off, ms
 -- Returns the fencing token (a bare integer, the cheapest reply) when taken,
 -- {0, pttl, entry} when queued, {0, pttl} when busy.
+-- Idempotent under re-sending (ioredis re-sends a command whose answer a
+-- dropped connection lost): a token that holds the lock already is answered
+-- as taken, and a waiter queued last already gets its own entry back.
 local lock_key, fence_key, queue_key = KEYS[1], KEYS[2], KEYS[3]
 local token, lease = ARGV[1], ARGV[2]
 
@@ -33,10 +36,28 @@ if taken then
   end
 end
 
+-- The caller's token holds the lock already: this command ran before and its
+-- answer was lost, or the lock was handed to this waiter while it queued
+-- again. The grant stands, with its lease set anew. The fencing counter may
+-- still hold the previous holder's token (a bare SET issues none), so the
+-- holder gets a new one: a token is never answered twice.
+if redis.call('get', lock_key) == token then
+  redis.call('pexpire', lock_key, lease)
+  return next_fence(fence_key)
+end
+
 local pttl = redis.call('pttl', lock_key)
 local wait = tonumber(ARGV[3])
 if wait <= 0 then
   return { 0, pttl }
+end
+
+-- Queued last already under this token: a re-sent run answers the same entry
+-- instead of queueing the waiter twice.
+local mine = '|' .. token .. '|' .. ARGV[4]
+local last = redis.call('lindex', queue_key, -1)
+if last and string.sub(last, -#mine) == mine then
+  return { 0, pttl, last }
 end
 
 local grant_lease = math.min(tonumber(lease), tonumber(ARGV[5]))

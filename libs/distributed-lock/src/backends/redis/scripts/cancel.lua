@@ -2,8 +2,13 @@
 -- ARGV[1] token, ARGV[2] the waiter's queue entry
 -- A waiter gives up. If the lock was handed to it meanwhile, it keeps it:
 -- returns {1, fence, pttl}. Otherwise it leaves the queue: returns {0, pttl}.
+-- Running twice changes nothing more than running once.
+-- #include grant-next
+
 if redis.call('get', KEYS[1]) == ARGV[1] then
-  return { 1, tonumber(redis.call('get', KEYS[2])) or 0, redis.call('pttl', KEYS[1]) }
+  -- A fencing token of its own: the counter may hold the previous holder's
+  -- when the lock reached this token without one (a re-sent bare SET).
+  return { 1, next_fence(KEYS[2]), redis.call('pttl', KEYS[1]) }
 end
 redis.call('lrem', KEYS[3], 1, ARGV[2])
 if redis.call('exists', KEYS[3]) == 0 then

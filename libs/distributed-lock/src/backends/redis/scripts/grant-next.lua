@@ -1,5 +1,5 @@
 -- Shared functions of every script that can free a lock (acquire, release,
--- kick) or issue a fencing token (fence), spliced in at load time where a
+-- kick) or issue a fencing token (fence, cancel), spliced in at load time where a
 -- script says `-- #include grant-next`.
 -- Scripts run their uncontended fast path before that line, so the common
 -- case does not pay for creating these functions (about 3 us of the server's

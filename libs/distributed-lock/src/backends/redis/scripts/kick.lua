@@ -6,7 +6,9 @@
 -- lost or is on its way), is still queued ('q'), or is missing from the queue
 -- ('m': Redis restarted, the queue aged out, or a hand-off to it lapsed
 -- unseen), so that it can queue again.
--- Returns {remaining lease in ms (-2 when free), fence, one letter per entry}.
+-- Returns {remaining lease in ms (-2 when free), fence, one letter per entry}:
+-- a holder among the entries gets a fencing token of its own, newly issued,
+-- since the counter may hold the previous holder's (0 when none holds).
 -- #include grant-next
 
 if redis.call('exists', KEYS[1]) == 0 then
@@ -14,10 +16,12 @@ if redis.call('exists', KEYS[1]) == 0 then
 end
 local holder = redis.call('get', KEYS[1])
 local states = {}
+local fence = 0
 for i, entry in ipairs(ARGV) do
   local token = string.match(entry, '^%d+|%d+|([^|]+)|')
   if holder and token == holder then
     states[i] = 'h'
+    fence = next_fence(KEYS[2])
   elseif redis.call('lpos', KEYS[3], entry) then
     states[i] = 'q'
   else
@@ -26,6 +30,6 @@ for i, entry in ipairs(ARGV) do
 end
 return {
   redis.call('pttl', KEYS[1]),
-  tonumber(redis.call('get', KEYS[2])) or 0,
+  fence,
   table.concat(states),
 }

@@ -7,13 +7,15 @@
 -- Nobody else can hand out that entry meanwhile: only a release frees the
 -- lock, and the process's own commands run in order on one connection.
 -- Returns 1 when the lock was still held under that token, 0 when it had been
--- lost (the pass then gave nothing).
+-- lost: the pass then gave nothing, and the waiter keeps its place in the
+-- queue. The new holder runs only after this answer. Running twice changes
+-- nothing more than running once.
+if redis.call('get', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
 redis.call('lrem', KEYS[2], 1, ARGV[2])
 if redis.call('exists', KEYS[2]) == 0 then
   redis.call('del', KEYS[3])
-end
-if redis.call('get', KEYS[1]) ~= ARGV[1] then
-  return 0
 end
 redis.call('pexpire', KEYS[1], ARGV[3])
 return 1

@@ -13,6 +13,9 @@
 -- Given a fencing token, the lock is freed only while that grant is still the
 -- current one: a late hand-off message must not free a lock its token got
 -- again since.
+-- Run again after a reconnect re-sent it, it finds the token gone and answers
+-- 0 without touching anything; the client tells that from a lost lock by the
+-- dropped connection (see RedisLockBackend's release).
 -- Returns 1 when released, 0 when the token no longer owned the lock, or
 -- "<token>|<fence>" when released and handed to a waiter of the caller's
 -- process, "<token>|<fence>|<passes>|<ms since the first>" when that waiter
