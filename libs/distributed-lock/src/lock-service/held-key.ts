@@ -38,6 +38,9 @@ export interface HeldKeyInit {
  * the lease, less an allowance for clock drift. Redis cannot expire the key
  * before then, so no other process can have taken the lock yet. At that
  * deadline the hold counts as lost, whatever renewal may still be on its way.
+ * A renewal is always due before the deadline, so the deadline needs a timer
+ * of its own only while a renewal is on its way or failing, and for an
+ * explicit lease: an uncontended hold costs one timer, as it did before.
  */
 export class HeldKey {
   readonly name: string;
@@ -80,7 +83,6 @@ export class HeldKey {
     this.onLost = init.onLost;
     this.leaseMs = init.policy.leaseMs;
     this.deadline = leaseDeadline(init.sentAt, init.grantedLeaseMs);
-    this.armDeadline();
     const left = this.deadline - monotonicNow();
     if (init.grantedLeaseMs < init.policy.leaseMs) {
       // Handed over from the queue with a short lease: top it up to the full
@@ -95,6 +97,8 @@ export class HeldKey {
       this.scheduleRenewal(0);
     } else if (init.policy.watchdog) {
       this.scheduleRenewal(init.policy.leaseMs / 3);
+    } else {
+      this.armDeadline();
     }
   }
 
@@ -174,7 +178,9 @@ export class HeldKey {
     // Told lost at the deadline while the answer was on its way: it stays lost.
     if (this.lost) return false;
     this.deadline = leaseDeadline(sentAt, leaseMs);
-    this.armDeadline();
+    // A watchdog renews before the new deadline; an explicit lease just ends.
+    if (this.policy.watchdog) this.disarmDeadline();
+    else this.armDeadline();
     return true;
   }
 
@@ -200,8 +206,7 @@ export class HeldKey {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
-    clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = undefined;
+    this.disarmDeadline();
   }
 
   private scheduleRenewal(delayMs: number): void {
@@ -212,6 +217,10 @@ export class HeldKey {
 
   private async renew(): Promise<void> {
     if (this.stopped || this.lost) return;
+    // Due so late (a blocked event loop) that the lease may have run out.
+    if (monotonicNow() >= this.deadline) return this.markLostAtDeadline();
+    // Watched until Redis answers, however long that takes.
+    this.armDeadline();
     const leaseMs = this.leaseMs;
     try {
       const owned = await this.setLease(leaseMs);
@@ -235,23 +244,27 @@ export class HeldKey {
     clearTimeout(this.deadlineTimer);
     if (this.stopped || this.lost) return;
     this.deadlineTimer = setTimeout(
-      () => {
-        if (this.stopped) return;
-        this.markLost(
-          this.policy.watchdog ? 'renewal-failed' : 'lease-expired',
-        );
-      },
+      this.markLostAtDeadline,
       Math.max(0, this.deadline - monotonicNow()),
     );
     this.deadlineTimer.unref();
   }
 
+  private disarmDeadline(): void {
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+  }
+
+  private readonly markLostAtDeadline = (): void => {
+    if (this.stopped) return;
+    this.markLost(this.policy.watchdog ? 'renewal-failed' : 'lease-expired');
+  };
+
   private markLost(reason: LockLostReason): void {
     if (this.lost) return;
     clearTimeout(this.timer);
     this.timer = undefined;
-    clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = undefined;
+    this.disarmDeadline();
     this.lostWith = new LockLostError(
       this.name,
       `Lock "${this.name}" was lost (${reason})`,
