@@ -3,7 +3,11 @@
  * of a client's traffic (for the proxy's cutAfterRequest).
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import { LockService, RedisLockBackend } from '@app/distributed-lock';
+// Straight from the source files, not the package index: the index pulls in
+// the Nest module, decorator and interceptor, which costs child processes
+// (workers/) about half a second of start-up each.
+import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis/redis-lock-backend.js';
+import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
 
 /** Settings of {@link openLocks}; unset ones take the library's defaults. */
 export interface OpenLocksOptions {
@@ -15,6 +19,9 @@ export interface OpenLocksOptions {
   readonly watchdogLeaseTime?: number;
   readonly leaseTime?: number;
   readonly waitTime?: number;
+  /** Default `'lock:'`. */
+  readonly keyPrefix?: string;
+  readonly maxKeyLength?: number;
 }
 
 /** A LockService with its backend and its own connection. */
@@ -46,11 +53,11 @@ export function openLocks(
   });
   const locks = new LockService({
     backend,
-    keyPrefix: 'lock:',
+    keyPrefix: options.keyPrefix ?? 'lock:',
     leaseTime: options.leaseTime,
     watchdogLeaseTime: options.watchdogLeaseTime ?? 30_000,
     waitTime: options.waitTime ?? 5_000,
-    maxKeyLength: 512,
+    maxKeyLength: options.maxKeyLength ?? 512,
   });
   return { locks, backend, client, close: () => locks.close() };
 }

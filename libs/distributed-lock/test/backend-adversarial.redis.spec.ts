@@ -9,7 +9,7 @@
  * blocking connection, a script re-sent after a reconnect, a duplicate queue
  * entry), which is hard to time from outside.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
 import {
   LockBackendError,
   LockLostError,
@@ -19,6 +19,11 @@ import {
   type LockHandle,
 } from '@app/distributed-lock';
 import { eventually, sleep } from '../../../test/support/lock-fixtures.js';
+import {
+  openLocks,
+  type OpenedLocks,
+  type OpenLocksOptions,
+} from '../../../test/support/lock-clients.js';
 import { spawnTs } from '../../../test/support/processes.js';
 import {
   startRedisServer,
@@ -29,48 +34,13 @@ let server: RedisServerHandle;
 let redis: Redis;
 const opened: Array<() => Promise<void>> = [];
 
-interface Opened {
-  readonly locks: LockService;
-  readonly backend: RedisLockBackend;
-  readonly client: Redis;
-  readonly close: () => Promise<void>;
-}
-
-interface OpenOptions {
-  readonly url?: string;
-  readonly client?: RedisOptions;
-  readonly commandTimeoutMs?: number;
-  readonly handoffLeaseMs?: number;
-  readonly localHandoffs?: number;
-  readonly localHandoffWindowMs?: number;
-  readonly watchdogLeaseTime?: number;
-}
+type Opened = OpenedLocks;
 
 /** A LockService with its own connection (and so its own wake list), closed after each test. */
-function open(options: OpenOptions = {}): Opened {
-  const client = new Redis(options.url ?? server.url, {
-    maxRetriesPerRequest: 1,
-    ...options.client,
-  });
-  client.on('error', () => undefined);
-  const backend = new RedisLockBackend({
-    client,
-    ownsClient: true,
-    commandTimeoutMs: options.commandTimeoutMs,
-    handoffLeaseMs: options.handoffLeaseMs,
-    localHandoffs: options.localHandoffs,
-    localHandoffWindowMs: options.localHandoffWindowMs,
-  });
-  const locks = new LockService({
-    backend,
-    keyPrefix: 'lock:',
-    watchdogLeaseTime: options.watchdogLeaseTime ?? 30_000,
-    waitTime: 5_000,
-    maxKeyLength: 512,
-  });
-  const close = () => locks.close();
-  opened.push(close);
-  return { locks, backend, client, close };
+function open(options: OpenLocksOptions & { url?: string } = {}): Opened {
+  const service = openLocks(options.url ?? server.url, options);
+  opened.push(service.close);
+  return service;
 }
 
 /** Private bookkeeping of a backend, to check that nothing is left behind. */

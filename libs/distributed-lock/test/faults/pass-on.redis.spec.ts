@@ -4,11 +4,7 @@
  * or after it lost its data, the successor must not run.
  */
 import { Redis } from 'ioredis';
-import {
-  LockBackendError,
-  LockNotAcquiredError,
-  type LockHandle,
-} from '@app/distributed-lock';
+import { LockBackendError, type LockHandle } from '@app/distributed-lock';
 import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
 import {
   openLocks,

@@ -98,7 +98,7 @@ it('a waiter paused past its hand-off lease does not run on it: it waits for the
   expect(resource.overlaps).toBe(0);
   expect(resource.rejected).toBe(0);
   expect(resource.acceptedTokens).toEqual(
-    [...resource.acceptedTokens].sort((a, b) => a - b),
+    resource.acceptedTokens.toSorted((a, b) => a - b),
   );
   expect(waiter.events.some((event) => event.event === 'lost')).toBe(false);
 });
