@@ -42,6 +42,12 @@ export interface LockHolderOptions {
   writeEveryMs?: number;
   /** The holder's name at the resource. Default `holder-<pid>`. */
   name?: string;
+  /**
+   * Acquire, hold and release again and again until this many ms have passed
+   * since `ready` (each round reports `acquiring` ... `released`), then report
+   * `done` and exit. Default: once.
+   */
+  repeatForMs?: number;
 }
 
 /** One JSON line a holder printed. */

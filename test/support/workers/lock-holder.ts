@@ -15,6 +15,7 @@
  *   calls to the resource (`wrote` again every `writeEveryMs`)
  * - `lost` `{ key, reason, fence?, at }`: the library's `lost` event
  * - `released` `{ result, at }`: `result` is false when the lock had been lost
+ * - `done` `{ at }`: every round is over (see `repeatForMs`)
  * - `error` `{ name, message, at }`: then exits 1, unless stopping already
  *
  * Nest's log lines go to stderr, so stdout holds nothing but events. The
@@ -145,8 +146,19 @@ async function main(): Promise<number> {
     return 1;
   }
   emit('ready', { pid: process.pid, at: Date.now() });
-  if (stop.signal.aborted) return 0;
+  // With `repeatForMs`, holds the lock again and again until that has passed.
+  const repeatUntil = Date.now() + (options.repeatForMs ?? 0);
+  let code = 0;
+  do {
+    if (stop.signal.aborted) return 0;
+    code = await holdOnce();
+  } while (code === 0 && Date.now() < repeatUntil);
+  emit('done', { at: Date.now() });
+  return code;
+}
 
+/** One acquisition, hold and release; the exit code it calls for. */
+async function holdOnce(): Promise<number> {
   let handle: LockHandle;
   emit('acquiring', { key: options.key, at: Date.now() });
   try {
