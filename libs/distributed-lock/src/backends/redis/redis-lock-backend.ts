@@ -628,10 +628,10 @@ export class RedisLockBackend implements LockBackend {
         hold.expiresAt = sentAt + leaseMs;
         if (isFresh(leaseDeadline(sentAt, leaseMs), leaseMs)) {
           next.confirming = false;
-          this.takePass(key, next, sentAt + leaseMs);
+          this.takePass(key, hold, next, sentAt + leaseMs);
         } else {
           // Answered so late that the new lease may have lapsed already.
-          void this.track(this.confirmPass(key, next));
+          void this.track(this.confirmPass(key, hold, next));
         }
         return true;
       },
@@ -644,17 +644,33 @@ export class RedisLockBackend implements LockBackend {
   }
 
   /** `next` runs with the lock passed to it, surely held until `expiresAt` (monotonic). */
-  private takePass(key: string, next: Waiter, expiresAt: number): void {
+  private takePass(
+    key: string,
+    hold: LocalHold,
+    next: Waiter,
+    expiresAt: number,
+  ): void {
     const granted = this.settle(next, {
       acquired: true,
       leaseMs: expiresAt - next.calledAt,
     });
-    // `next` left (closing) while Redis answered: pass the lock on again.
-    if (!granted) void this.release(key, next.token).catch(() => false);
+    if (granted) return;
+    // `next` left (closing) while Redis answered: pass the lock on, or give
+    // it back when this backend is closing.
+    if (!this.closed) {
+      void this.release(key, next.token).catch(() => false);
+      return;
+    }
+    this.holds.delete(key);
+    this.giveBack(key, hold.storedAs);
   }
 
   /** A pass confirmed late: sets `next`'s full lease if the lock is still held here, before it runs. */
-  private async confirmPass(key: string, next: Waiter): Promise<void> {
+  private async confirmPass(
+    key: string,
+    hold: LocalHold,
+    next: Waiter,
+  ): Promise<void> {
     const sentAt = monotonicNow();
     let owned: boolean;
     try {
@@ -667,7 +683,7 @@ export class RedisLockBackend implements LockBackend {
     next.confirming = false;
     // Not owned: extend() dropped the hold and sent its waiters, `next`
     // among them, to Redis's queue.
-    if (owned) this.takePass(key, next, sentAt + next.leaseMs);
+    if (owned) this.takePass(key, hold, next, sentAt + next.leaseMs);
     else if (next.deadline <= Date.now() || next.signal?.aborted)
       await this.giveUp(next);
   }
