@@ -16,6 +16,11 @@ export interface LockBackend {
    * must be served in arrival order and woken when the lock is released or
    * expires, not by fixed-interval polling.
    *
+   * A grant must never reach the caller once its lease may have lapsed:
+   * measured from the earliest moment the lease can have been set, one with
+   * little left is confirmed with the store first, and one that lapsed is
+   * waited for again within `waitMs`.
+   *
    * Resolves a {@link LockGrant} when the caller holds the lock, or
    * a {@link LockBusy} when the wait ran out. Rejects with `LockBackendError`
    * when the store cannot be reached in bounded time.
@@ -30,7 +35,10 @@ export interface LockBackend {
 
   /**
    * Deletes `key` if `token` owns it, handing it to the next waiter if any.
-   * Resolves false, and touches nothing, when `token` no longer owns it.
+   * Resolves false, and touches nothing, when `token` no longer owns it. A
+   * release whose command may have run twice (re-sent after a reconnect)
+   * and finds the token gone resolves true: its first run freed the key. The
+   * holder's own deadline tells a lease that had run out before.
    */
   release(key: string, token: string): Promise<boolean>;
 

@@ -49,7 +49,11 @@ export class LockHandle {
     return new Map(this.held.map((h, i) => [h.name, tokens[i]]));
   }
 
-  /** Local estimate (ms since epoch) of when the earliest lease ends. */
+  /**
+   * Local estimate (ms since epoch) of when the earliest lease ends: counted
+   * from the send of the command that set it, less an allowance for clock
+   * drift, so it errs early. The lock is reported lost at that moment.
+   */
   get expiresAt(): number {
     return Math.min(...this.held.map((h) => h.expiresAt));
   }
@@ -69,8 +73,12 @@ export class LockHandle {
   }
 
   /**
-   * Sets the remaining lease of every key to `leaseMs`. Resolves false (and
-   * aborts {@link signal}) when a key is no longer ours.
+   * Sets the remaining lease of every key to `leaseMs`, counted from now.
+   * On a watchdog hold (acquired without `leaseTime`) `leaseMs` also becomes
+   * the lease the watchdog renews to from then on, every third of it; an
+   * explicit lease is set once and then ends ({@link signal} aborts at its
+   * end). Resolves false (and aborts {@link signal}) when a key is no longer
+   * ours.
    */
   async extend(leaseMs: number): Promise<boolean> {
     if (!(leaseMs > 0) || !Number.isFinite(leaseMs)) {
