@@ -1,6 +1,10 @@
 import { LockBackendError, LockLostError } from '../errors/lock-errors.js';
 import type { LockBackend } from '../backends/lock-backend.js';
-import { leaseDeadline, monotonicNow } from '../lease/lease-clock.js';
+import {
+  clockDriftMs,
+  leaseDeadline,
+  monotonicNow,
+} from '../lease/lease-clock.js';
 import type { LockLostReason } from './lock-events.js';
 
 /** How a hold keeps its lease. */
@@ -68,6 +72,10 @@ export class HeldKey {
   private timer?: NodeJS.Timeout;
   /** Marks the hold lost at {@link deadline}. */
   private deadlineTimer?: NodeJS.Timeout;
+  /** Commands that set the lease (renewals, extend) not answered yet. */
+  private leaseCommands = 0;
+  /** The last of them: the next one is sent after it. */
+  private lastLeaseCommand: Promise<unknown> = Promise.resolve();
   private stopped = false;
   private readonly backend: LockBackend;
   private readonly onLost: HeldKeyInit['onLost'];
@@ -82,7 +90,12 @@ export class HeldKey {
     this.backend = init.backend;
     this.onLost = init.onLost;
     this.leaseMs = init.policy.leaseMs;
-    this.deadline = leaseDeadline(init.sentAt, init.grantedLeaseMs);
+    // The grant's lease counts from the call, wait included; the drift
+    // allowance is on the lease alone.
+    this.deadline =
+      init.sentAt +
+      init.grantedLeaseMs -
+      clockDriftMs(Math.min(init.grantedLeaseMs, init.policy.leaseMs));
     const left = this.deadline - monotonicNow();
     if (init.grantedLeaseMs < init.policy.leaseMs) {
       // Handed over from the queue with a short lease: top it up to the full
@@ -157,31 +170,65 @@ export class HeldKey {
    * and then ends.
    */
   async extend(leaseMs: number): Promise<boolean> {
-    if (!(await this.setLease(leaseMs))) return false;
-    if (this.policy.watchdog) {
-      this.leaseMs = leaseMs;
-      clearTimeout(this.timer);
-      this.scheduleRenewal(leaseMs / 3);
+    if (this.lost || this.stopped) return false;
+    // A renewal or top-up due later would undo this lease: this one stands.
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.policy.watchdog) this.leaseMs = leaseMs;
+    let owned: boolean;
+    try {
+      owned = await this.setLease(() => leaseMs);
+    } catch (error) {
+      if (this.policy.watchdog) this.retryRenewal();
+      throw error;
     }
-    return true;
+    if (owned && this.policy.watchdog) this.scheduleRenewal(this.leaseMs / 3);
+    return owned;
   }
 
-  /** Sets the lease in Redis and moves the deadline; false (and lost) when the lock is no longer ours. */
-  private async setLease(leaseMs: number): Promise<boolean> {
-    if (this.lost || this.stopped) return false;
-    const sentAt = monotonicNow();
-    const owned = await this.backend.extend(this.storeKey, this.token, leaseMs);
-    if (!owned) {
-      this.markLost('taken-over');
-      return false;
-    }
-    // Told lost at the deadline while the answer was on its way: it stays lost.
-    if (this.lost) return false;
-    this.deadline = leaseDeadline(sentAt, leaseMs);
-    // A watchdog renews before the new deadline; an explicit lease just ends.
-    if (this.policy.watchdog) this.disarmDeadline();
-    else this.armDeadline();
-    return true;
+  /**
+   * Sets the lease in Redis (`leaseOf()` when it is sent) and moves the
+   * deadline; false (and lost) when the lock is no longer ours. Commands that
+   * set the lease go one after another, so the one sent last is the one Redis
+   * keeps, and the deadline is watched while any is on its way.
+   */
+  private setLease(leaseOf: () => number): Promise<boolean> {
+    const send = async (): Promise<boolean> => {
+      if (this.lost || this.stopped) return false;
+      const leaseMs = leaseOf();
+      const sentAt = monotonicNow();
+      const owned = await this.backend.extend(
+        this.storeKey,
+        this.token,
+        leaseMs,
+      );
+      if (!owned) {
+        this.markLost('taken-over');
+        return false;
+      }
+      // Told lost at the deadline while the answer was on its way: it stays lost.
+      if (this.lost) return false;
+      this.deadline = leaseDeadline(sentAt, leaseMs);
+      return true;
+    };
+    this.leaseCommands += 1;
+    this.armDeadline();
+    const result = this.lastLeaseCommand.then(send, send);
+    this.lastLeaseCommand = result.catch(() => undefined);
+    return result.then(
+      (owned) => {
+        this.leaseCommands -= 1;
+        // A watchdog renews before the new deadline; an explicit lease just ends.
+        if (owned && this.policy.watchdog && this.leaseCommands === 0)
+          this.disarmDeadline();
+        else this.armDeadline();
+        return owned;
+      },
+      (error: unknown) => {
+        this.leaseCommands -= 1;
+        throw error;
+      },
+    );
   }
 
   /** Frees the key in the store. False when it had been lost already. */
@@ -210,6 +257,7 @@ export class HeldKey {
   }
 
   private scheduleRenewal(delayMs: number): void {
+    clearTimeout(this.timer);
     if (this.stopped) return;
     this.timer = setTimeout(() => void this.renew(), Math.max(1, delayMs));
     this.timer.unref();
@@ -219,21 +267,23 @@ export class HeldKey {
     if (this.stopped || this.lost) return;
     // Due so late (a blocked event loop) that the lease may have run out.
     if (monotonicNow() >= this.deadline) return this.markLostAtDeadline();
-    // Watched until Redis answers, however long that takes.
-    this.armDeadline();
-    const leaseMs = this.leaseMs;
+    this.timer = undefined;
     try {
-      const owned = await this.setLease(leaseMs);
-      // extend() moved the renewals meanwhile: its schedule stands.
-      if (!owned || leaseMs !== this.leaseMs) return;
-      if (this.policy.watchdog) this.scheduleRenewal(leaseMs / 3);
+      const owned = await this.setLease(() => this.leaseMs);
+      if (owned && this.policy.watchdog) this.scheduleRenewal(this.leaseMs / 3);
     } catch (error) {
       if (!(error instanceof LockBackendError)) throw error;
-      // Redis is away: try again before the lease runs out. The deadline
-      // timer says "lost" if none gets through in time.
-      const left = this.deadline - monotonicNow();
-      if (left > 0) this.scheduleRenewal(Math.max(50, left / 3));
+      this.retryRenewal();
     }
+  }
+
+  /**
+   * Redis is away: try again before the lease runs out. The deadline timer
+   * says "lost" if no renewal gets through in time.
+   */
+  private retryRenewal(): void {
+    const left = this.deadline - monotonicNow();
+    if (left > 0 && !this.lost) this.scheduleRenewal(Math.max(50, left / 3));
   }
 
   /**

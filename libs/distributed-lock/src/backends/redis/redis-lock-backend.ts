@@ -73,11 +73,11 @@ interface Waiter {
   /** When the acquisition began, on the monotonic clock: grants' leases count from here. */
   readonly calledAt: number;
   /**
-   * When the command that queued it (or, while it waits only here, the
+   * When the command that first queued it (or, while it waits only here, the
    * acquisition) was sent, on the monotonic clock: no lock was handed to it
    * earlier, so a hand-off's lease counts from here.
    */
-  queuedAt: number;
+  readonly queuedAt: number;
   readonly deadline: number;
   /**
    * Its entry in the key's queue in Redis; undefined while it waits only here,
@@ -111,7 +111,7 @@ interface LocalHold {
   expiresAt: number;
   /** Times in a row the queue's head was passed over so far, here and by release.lua. */
   passes: number;
-  /** When the first of those passes was (ms since epoch). */
+  /** When the first of those passes was (monotonic ms). */
   firstPassAt: number;
   /** Of {@link passes}, those made in memory, which Redis has not counted yet. */
   passesInMemory: number;
@@ -396,18 +396,67 @@ export class RedisLockBackend implements LockBackend {
    * it. Sets the full lease if the lock is still ours, counted from now; if it
    * is not, tries again within what is left of the wait.
    */
+  /**
+   * Sets `leaseMs` on `key` if `token` (the token it is stored under) still
+   * holds it, to confirm a grant that may have lapsed. Resolves when that
+   * command was sent (monotonic) if it did, undefined if the lock has moved
+   * on. A confirmation that fails, or answers after the caller gave up, would
+   * leave the lock held by nobody: it is given back.
+   */
+  private async confirmLease(
+    key: string,
+    token: string,
+    leaseMs: number,
+  ): Promise<number | undefined> {
+    const sentAt = monotonicNow();
+    let reply: unknown;
+    try {
+      reply = await this.call(
+        this.scripts.lockExtend(key, token, Math.ceil(leaseMs)),
+        'acquire',
+        (late) => {
+          if (Number(late) === 1) this.giveBack(key, token);
+        },
+      );
+    } catch (error) {
+      this.giveBack(key, token);
+      throw error;
+    }
+    return Number(reply) === 1 ? sentAt : undefined;
+  }
+
+  /** Whether `waiter`'s wait ran out or was aborted. */
+  private isDue(waiter: Waiter): boolean {
+    return waiter.deadline <= Date.now() || waiter.signal?.aborted === true;
+  }
+
+  /**
+   * `waiter` waits on after a confirmation found its grant lapsed, or a pass
+   * found the lock lost: it gives up now if its time ran out meanwhile (its
+   * timer found it busy), and otherwise is checked on and listened for.
+   */
+  private waitOn(waiter: Waiter): void {
+    if (this.waiters.get(waiter.id) !== waiter) return;
+    if (this.isDue(waiter)) {
+      void this.track(this.giveUp(waiter));
+      return;
+    }
+    this.scheduleCheck(waiter.key, this.handoffLeaseMs);
+    this.listen();
+  }
+
   private async confirmTaken(
     request: AcquireRequest,
     started: Started,
     fencingToken: number | undefined,
   ): Promise<LockGrant | LockBusy> {
     const { key, token, leaseMs } = request;
-    const sentAt = monotonicNow();
-    const owned = await this.call(
-      this.scripts.lockExtend(key, token, Math.ceil(leaseMs)),
-      'acquire',
-    );
-    if (Number(owned) !== 1) return this.acquireContended(request, started);
+    const sentAt = await this.confirmLease(key, token, leaseMs);
+    if (sentAt === undefined) return this.acquireContended(request, started);
+    if (this.closed) {
+      this.giveBack(key, token);
+      return { acquired: false };
+    }
     if (fencingToken !== undefined)
       this.holdLocally(key, token, sentAt + leaseMs);
     return {
@@ -620,6 +669,7 @@ export class RedisLockBackend implements LockBackend {
           // in Redis's queue was kept.
           next.confirming = false;
           if (this.holds.get(key) === hold) this.dropHold(key);
+          this.waitOn(next);
           return false;
         }
         // Its entry left the queue with the pass.
@@ -639,6 +689,8 @@ export class RedisLockBackend implements LockBackend {
       next.confirming = false;
       if (this.holds.get(key) === hold) this.holds.delete(key);
       this.failWaitersBehind(key, error);
+      // Queued in Redis too: it waits on there, unless its time ran out.
+      this.waitOn(next);
       throw error;
     });
   }
@@ -671,21 +723,24 @@ export class RedisLockBackend implements LockBackend {
     hold: LocalHold,
     next: Waiter,
   ): Promise<void> {
-    const sentAt = monotonicNow();
-    let owned: boolean;
+    let sentAt: number | undefined;
     try {
-      owned = await this.extend(key, next.token, next.leaseMs);
+      sentAt = await this.confirmLease(key, hold.storedAs, next.leaseMs);
     } catch (error) {
       next.confirming = false;
-      this.settle(next, error as Error);
+      if (this.holds.get(key) === hold) this.holds.delete(key);
+      this.failWaitersBehind(key, error);
       return;
     }
     next.confirming = false;
-    // Not owned: extend() dropped the hold and sent its waiters, `next`
-    // among them, to Redis's queue.
-    if (owned) this.takePass(key, hold, next, sentAt + next.leaseMs);
-    else if (next.deadline <= Date.now() || next.signal?.aborted)
-      await this.giveUp(next);
+    if (sentAt !== undefined) {
+      hold.expiresAt = sentAt + next.leaseMs;
+      this.takePass(key, hold, next, sentAt + next.leaseMs);
+      return;
+    }
+    // Lost meanwhile: its waiters here, `next` among them, queue in Redis.
+    if (this.holds.get(key) === hold) this.dropHold(key);
+    this.waitOn(next);
   }
 
   /** The contended hold of `key` that `token` has or had here, if any. */
@@ -863,7 +918,8 @@ export class RedisLockBackend implements LockBackend {
       if (early !== undefined) {
         this.earlyHandoffs.delete(waiter.id);
         this.grant(waiter, early, queuedAt, this.handoffLease(waiter));
-        return;
+        // Granted; or being confirmed, after which it may wait on.
+        if (this.waiters.get(waiter.id) !== waiter) return;
       }
       if (request.signal?.aborted) {
         // Aborted while the acquisition was on its way, before the listener
@@ -924,21 +980,16 @@ export class RedisLockBackend implements LockBackend {
     streak: PassStreak | undefined,
   ): Promise<void> {
     const { key, token, leaseMs } = waiter;
-    const sentAt = monotonicNow();
-    let owned: boolean;
+    let sentAt: number | undefined;
     try {
-      const reply = await this.call(
-        this.scripts.lockExtend(key, token, Math.ceil(leaseMs)),
-        'acquire',
-      );
-      owned = Number(reply) === 1;
+      sentAt = await this.confirmLease(key, token, leaseMs);
     } catch (error) {
       waiter.confirming = false;
       this.settle(waiter, error as Error);
       return;
     }
     waiter.confirming = false;
-    if (owned) {
+    if (sentAt !== undefined) {
       const granted = this.settle(waiter, {
         acquired: true,
         fencingToken,
@@ -948,16 +999,21 @@ export class RedisLockBackend implements LockBackend {
       else this.giveBack(key, token);
       return;
     }
+    // The lapsed grant took its entry out of the queue.
     waiter.entry = undefined;
+    // Giving up already (the grant came to its cancel), or its time ran out
+    // while it was being confirmed: there is nothing left to leave.
+    if (waiter.cancelling || this.isDue(waiter)) {
+      this.settle(waiter, busy(0));
+      return;
+    }
     try {
       await this.requeueOne(key, waiter);
     } catch (error) {
       this.settle(waiter, error as Error);
       return;
     }
-    // Its wait ran out, or it was aborted, while it was being confirmed.
-    if (waiter.deadline <= Date.now() || waiter.signal?.aborted)
-      await this.giveUp(waiter);
+    this.waitOn(waiter);
   }
 
   private settle(
@@ -1353,6 +1409,7 @@ export class RedisLockBackend implements LockBackend {
     if (
       this.closed ||
       waiter.cancelling ||
+      waiter.confirming ||
       this.waiters.get(waiter.id) !== waiter ||
       this.acquiring.has(waiter.id)
     )
@@ -1373,10 +1430,10 @@ export class RedisLockBackend implements LockBackend {
       if (reply[0] === 1) {
         this.grant(waiter, Number(reply[1]), sentAt, waiter.leaseMs);
       } else if (reply[2] !== undefined) {
-        if (this.waiters.get(waiter.id) === waiter) {
-          waiter.entry = reply[2];
-          waiter.queuedAt = sentAt;
-        } else if (waiter.outcome === 'not-acquired')
+        // queuedAt stays when it first queued: a late message about an
+        // older entry must not look fresh.
+        if (this.waiters.get(waiter.id) === waiter) waiter.entry = reply[2];
+        else if (waiter.outcome === 'not-acquired')
           this.undoAcquire(key, waiter.token, reply);
       }
     } finally {
@@ -1384,7 +1441,7 @@ export class RedisLockBackend implements LockBackend {
       const early = this.earlyHandoffs.get(waiter.id);
       if (early !== undefined) {
         this.earlyHandoffs.delete(waiter.id);
-        this.grant(waiter, early, sentAt, this.handoffLease(waiter));
+        this.grant(waiter, early, waiter.queuedAt, this.handoffLease(waiter));
       }
     }
   }
