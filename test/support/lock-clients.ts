@@ -8,6 +8,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 // (workers/) about half a second of start-up each.
 import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis/redis-lock-backend.js';
 import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
+import type { LockLostEvent } from '../../libs/distributed-lock/src/lock-service/lock-events.js';
 
 /** Settings of {@link openLocks}; unset ones take the library's defaults. */
 export interface OpenLocksOptions {
@@ -118,4 +119,13 @@ export function scriptCall(
       text.includes(key)
     );
   };
+}
+
+/** The `lost` events of `s` from now on, each with when it came (ms since epoch). */
+export function recordLost(
+  s: OpenedLocks,
+): Array<LockLostEvent & { readonly at: number }> {
+  const lost: Array<LockLostEvent & { at: number }> = [];
+  s.locks.events.on('lost', (event) => lost.push({ ...event, at: Date.now() }));
+  return lost;
 }

@@ -15,3 +15,13 @@ export async function eventually(
     await sleep(5);
   }
 }
+
+/** Whether `promise` has settled yet, asked at any time. */
+export function settledFlag(promise: Promise<unknown>): () => boolean {
+  let settled = false;
+  promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  return () => settled;
+}

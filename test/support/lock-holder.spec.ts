@@ -74,6 +74,7 @@ describe('lock-holder test helper', () => {
       'acquiring',
       'acquired',
       'released',
+      'done',
     ]);
     expect((await second.waitFor('released')).result).toBe(true);
     expect(await redis.exists('lock:{crash}')).toBe(0);
@@ -116,6 +117,7 @@ describe('lock-holder test helper', () => {
         'wrote',
         'lost',
         'released',
+        'done',
       ]);
       expect((await holder.waitFor('released')).result).toBe(false);
       expect(resource.inside).toEqual([]);

@@ -18,7 +18,11 @@ import {
   RedisLockBackend,
   type LockHandle,
 } from '@app/distributed-lock';
-import { eventually, sleep } from '../../../test/support/lock-fixtures.js';
+import {
+  eventually,
+  settledFlag,
+  sleep,
+} from '../../../test/support/lock-fixtures.js';
 import {
   openLocks,
   type OpenedLocks,
@@ -96,15 +100,6 @@ async function firstQueued(
   if (!entry) throw new Error(`nobody queues for ${name}`);
   const [, , token, ...wakeList] = entry.split('|');
   return { token, wakeList: wakeList.join('|') };
-}
-
-function settledFlag(promise: Promise<unknown>): () => boolean {
-  let settled = false;
-  promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  return () => settled;
 }
 
 beforeAll(async () => {

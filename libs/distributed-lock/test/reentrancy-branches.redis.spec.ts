@@ -2,37 +2,16 @@
  * Reentrancy follows the async call chain (AsyncLocalStorage), so concurrent
  * branches of one chain, such as a `Promise.all` inside a locked method, are
  * the same holder: they share the hold and run at once. This pins that
- * choice down; a caller that wants the branches one at a time locks distinct
- * keys in them, or awaits them in turn.
+ * choice down; a caller that wants the branches one at a time awaits them in
+ * turn.
  */
-import { Redis } from 'ioredis';
 import { sleep } from '../../../test/support/lock-fixtures.js';
-import {
-  openLocks,
-  type OpenedLocks,
-} from '../../../test/support/lock-clients.js';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../test/support/redis-server.js';
+import { useRedisFixture } from '../../../test/support/redis-fixture.js';
 
-let server: RedisServerHandle;
-let redis: Redis;
-let s: OpenedLocks;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = new Redis(server.url);
-  s = openLocks(server.url);
-});
-
-afterAll(async () => {
-  await s.close();
-  redis.disconnect();
-  await server.stop();
-});
+const fixture = useRedisFixture();
 
 it('concurrent branches of one call chain share its hold: they run at once, and the key is freed after the last', async () => {
+  const s = fixture.open();
   const inside = new Set<string>();
   let mostInside = 0;
   const branch = (name: string, holdMs: number) =>
@@ -52,28 +31,25 @@ it('concurrent branches of one call chain share its hold: they run at once, and 
   const outer = s.locks.using('branches', async (lock) => {
     outerToken = lock.token;
     await Promise.all([branch('a', 100), branch('b', 150)]);
-    expect(await redis.get('lock:{branches}')).toBe(lock.token);
+    expect(await fixture.redis.get('lock:{branches}')).toBe(lock.token);
   });
   await outer;
   expect(mostInside).toBe(2);
   expect(outerToken).not.toBe('');
-  expect(await redis.exists('lock:{branches}')).toBe(0);
+  expect(await fixture.redis.exists('lock:{branches}')).toBe(0);
 });
 
 it('another caller is kept out while the branches run', async () => {
-  const other = openLocks(server.url);
-  try {
-    await s.locks.using('branches-outside', async () => {
-      await Promise.all([
-        s.locks.using('branches-outside', () => sleep(50)),
-        s.locks.using('branches-outside', async () => {
-          expect(await other.locks.tryAcquire('branches-outside')).toBeNull();
-        }),
-      ]);
-    });
-    const next = await other.locks.acquire('branches-outside');
-    await next.release();
-  } finally {
-    await other.close();
-  }
+  const s = fixture.open();
+  const other = fixture.open();
+  await s.locks.using('branches-outside', async () => {
+    await Promise.all([
+      s.locks.using('branches-outside', () => sleep(50)),
+      s.locks.using('branches-outside', async () => {
+        expect(await other.locks.tryAcquire('branches-outside')).toBeNull();
+      }),
+    ]);
+  });
+  const next = await other.locks.acquire('branches-outside');
+  await next.release();
 });

@@ -4,72 +4,25 @@
  * then, before Redis can expire the key and another process take it, however
  * long a renewal stuck in a frozen connection takes to fail.
  */
-import { Redis } from 'ioredis';
-import type { LockLostEvent } from '@app/distributed-lock';
 import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
-import {
-  openLocks,
-  type OpenedLocks,
-  type OpenLocksOptions,
-} from '../../../../test/support/lock-clients.js';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../../test/support/redis-server.js';
-import {
-  startTcpProxy,
-  type TcpProxy,
-} from '../../../../test/support/tcp-proxy.js';
+import { recordLost } from '../../../../test/support/lock-clients.js';
+import { useRedisFixture } from '../../../../test/support/redis-fixture.js';
 
-let server: RedisServerHandle;
-let redis: Redis;
-let proxy: TcpProxy;
-const opened: OpenedLocks[] = [];
-
-function open(url: string, options: OpenLocksOptions = {}): OpenedLocks {
-  const s = openLocks(url, options);
-  opened.push(s);
-  return s;
-}
-
-/** Records when each `lost` event came (ms since epoch). */
-function lostTimes(s: OpenedLocks): Array<LockLostEvent & { at: number }> {
-  const lost: Array<LockLostEvent & { at: number }> = [];
-  s.locks.events.on('lost', (event) => lost.push({ ...event, at: Date.now() }));
-  return lost;
-}
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = new Redis(server.url);
-});
-
-beforeEach(async () => {
-  proxy = await startTcpProxy({ targetPort: server.port });
-});
-
-afterEach(async () => {
-  proxy.thaw();
-  await Promise.all(opened.splice(0).map((s) => s.close()));
-  await proxy.close();
-  await redis.flushall();
-});
-
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
-});
+const fixture = useRedisFixture({ proxy: true });
 
 describe('a watchdog holder cut off from Redis', () => {
   it('is told "lost" before another process gets the lock', async () => {
     // The default command timeout (2 s) is longer than the lease: a renewal
     // stuck in the frozen connection fails only after the lease has ended.
-    const holder = open(proxy.url, { watchdogLeaseTime: 1_500 });
-    const lost = lostTimes(holder);
+    const holder = fixture.open({
+      url: fixture.proxy.url,
+      watchdogLeaseTime: 1_500,
+    });
+    const lost = recordLost(holder);
     const handle = await holder.locks.acquire('cut-off');
     await sleep(600);
-    proxy.freeze();
-    const rival = open(server.url);
+    fixture.proxy.freeze();
+    const rival = fixture.open();
     const taken = await rival.locks.acquire('cut-off', { waitTime: 10_000 });
     const takenAt = Date.now();
     expect(lost).toHaveLength(1);
@@ -83,26 +36,34 @@ describe('a watchdog holder cut off from Redis', () => {
 
 describe('extend()', () => {
   it('on a watchdog hold sets the lease the watchdog renews to from then on', async () => {
-    const s = open(server.url);
-    const lost = lostTimes(s);
+    const s = fixture.open();
+    const lost = recordLost(s);
     const handle = await s.locks.acquire('watchdog-extend');
-    expect(await redis.pttl('lock:{watchdog-extend}')).toBeGreaterThan(20_000);
+    expect(await fixture.redis.pttl('lock:{watchdog-extend}')).toBeGreaterThan(
+      20_000,
+    );
     expect(await handle.extend(600)).toBe(true);
-    expect(await redis.pttl('lock:{watchdog-extend}')).toBeLessThanOrEqual(600);
+    expect(
+      await fixture.redis.pttl('lock:{watchdog-extend}'),
+    ).toBeLessThanOrEqual(600);
     expect(handle.expiresAt - Date.now()).toBeLessThanOrEqual(600);
     // Three times the new lease later, the watchdog has kept it alive.
     await sleep(1_800);
-    expect(await redis.get('lock:{watchdog-extend}')).toBe(handle.token);
-    expect(await redis.pttl('lock:{watchdog-extend}')).toBeLessThanOrEqual(600);
-    const rival = open(server.url);
+    expect(await fixture.redis.get('lock:{watchdog-extend}')).toBe(
+      handle.token,
+    );
+    expect(
+      await fixture.redis.pttl('lock:{watchdog-extend}'),
+    ).toBeLessThanOrEqual(600);
+    const rival = fixture.open();
     expect(await rival.locks.tryAcquire('watchdog-extend')).toBeNull();
     expect(lost).toEqual([]);
     expect(await handle.release()).toBe(true);
   });
 
   it('on an explicit lease sets it once: the holder is told "lost" at its end, before the key is gone', async () => {
-    const s = open(server.url);
-    const lost = lostTimes(s);
+    const s = fixture.open();
+    const lost = recordLost(s);
     const handle = await s.locks.acquire('explicit-extend', {
       leaseTime: 10_000,
     });
@@ -112,7 +73,7 @@ describe('extend()', () => {
     // Told first: the key expires in Redis no earlier than the lease after
     // the send, and is seen gone later still.
     await eventually(
-      async () => (await redis.exists('lock:{explicit-extend}')) === 0,
+      async () => (await fixture.redis.exists('lock:{explicit-extend}')) === 0,
       2_000,
     );
     const goneAt = Date.now();
@@ -121,5 +82,29 @@ describe('extend()', () => {
     expect(lost[0].at - sentAt).toBeLessThan(600);
     expect(lost[0].at).toBeLessThanOrEqual(goneAt);
     expect(await handle.release()).toBe(false);
+  });
+
+  it('on an explicit lease handed over short is not undone by the top-up that was due', async () => {
+    const s = fixture.open({ handoffLeaseMs: 300 });
+    const rival = fixture.open();
+    const blocker = await rival.locks.acquire('explicit-top-up');
+    const waiting = s.locks.acquire('explicit-top-up', {
+      leaseTime: 2_000,
+      waitTime: 5_000,
+    });
+    await eventually(
+      async () =>
+        (await fixture.redis.llen('lock:{explicit-top-up}:queue')) === 1,
+    );
+    await blocker.release();
+    // Handed over with the 300 ms hand-off lease: a top-up to 2 s is due
+    // within a third of it.
+    const handle = await waiting;
+    expect(await handle.extend(5_000)).toBe(true);
+    await sleep(300);
+    expect(await fixture.redis.pttl('lock:{explicit-top-up}')).toBeGreaterThan(
+      4_000,
+    );
+    expect(await handle.release()).toBe(true);
   });
 });

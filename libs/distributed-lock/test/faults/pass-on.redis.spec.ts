@@ -3,38 +3,21 @@
  * cohorting) is a grant only once Redis has confirmed it: with Redis frozen,
  * or after it lost its data, the successor must not run.
  */
-import { Redis } from 'ioredis';
 import { LockBackendError, type LockHandle } from '@app/distributed-lock';
-import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
 import {
-  openLocks,
+  eventually,
+  settledFlag,
+  sleep,
+} from '../../../../test/support/lock-fixtures.js';
+import {
   waitingIn,
   type OpenedLocks,
-  type OpenLocksOptions,
 } from '../../../../test/support/lock-clients.js';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../../test/support/redis-server.js';
+import { useRedisFixture } from '../../../../test/support/redis-fixture.js';
 
-let server: RedisServerHandle;
-let redis: Redis;
-const opened: OpenedLocks[] = [];
-
-function open(options: OpenLocksOptions = {}): OpenedLocks {
-  const s = openLocks(server.url, options);
-  opened.push(s);
-  return s;
-}
-
-function settledFlag(promise: Promise<unknown>): () => boolean {
-  let settled = false;
-  promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  return () => settled;
-}
+// Every test freezes or restarts the server: a server of its own.
+const fixture = useRedisFixture({ serverPerTest: true });
+const open = fixture.open;
 
 /**
  * `here` holds `name` as a lock that came from the queue (so it may pass it
@@ -48,7 +31,7 @@ async function heldWithLocalWaiters(
   const first = await here.locks.acquire(name);
   const second = here.locks.acquire(name, { waitTime: 5_000 });
   await eventually(
-    async () => (await redis.llen(`lock:{${name}}:queue`)) === 1,
+    async () => (await fixture.redis.llen(`lock:{${name}}:queue`)) === 1,
   );
   await first.release();
   const holder = await second;
@@ -57,29 +40,16 @@ async function heldWithLocalWaiters(
     waiting.push(here.locks.acquire(name, { waitTime: 5_000 }));
     await eventually(() => waitingIn(here.backend) === i);
   }
-  expect(await redis.llen(`lock:{${name}}:queue`)).toBe(0);
+  expect(await fixture.redis.llen(`lock:{${name}}:queue`)).toBe(0);
   return { holder, waiting };
 }
-
-beforeEach(async () => {
-  server = await startRedisServer();
-  redis = new Redis(server.url);
-  redis.on('error', () => undefined);
-});
-
-afterEach(async () => {
-  await server.thaw();
-  await Promise.all(opened.splice(0).map((s) => s.close()));
-  redis.disconnect();
-  await server.stop();
-});
 
 describe('a pass in memory', () => {
   it('with Redis frozen: the successor never runs, and it and every waiter behind it fail with LockBackendError within commandTimeout', async () => {
     const here = open({ commandTimeoutMs: 400 });
     const { holder, waiting } = await heldWithLocalWaiters(here, 'frozen', 2);
     const settled = waiting.map(settledFlag);
-    await server.freeze();
+    await fixture.server.freeze();
     const started = Date.now();
     await expect(holder.release()).rejects.toBeInstanceOf(LockBackendError);
     // Until Redis answered, nobody here ran.
@@ -91,26 +61,28 @@ describe('a pass in memory', () => {
     }
     expect(Date.now() - started).toBeLessThan(400 + 300);
     expect(settled.every((isSettled) => isSettled())).toBe(true);
-    await server.thaw();
+    await fixture.server.thaw();
     // The pass Redis ran late is given back: the key does not stay taken.
-    await eventually(async () => (await redis.exists('lock:{frozen}')) === 0);
+    await eventually(
+      async () => (await fixture.redis.exists('lock:{frozen}')) === 0,
+    );
   });
 
   it('after Redis lost the lock and another service took it: the successor waits for that holder', async () => {
     const here = open();
     const { holder, waiting } = await heldWithLocalWaiters(here, 'emptied', 1);
     const settled = settledFlag(waiting[0]);
-    await server.restart();
+    await fixture.server.restart();
     const rival = open();
     const other = await rival.locks.acquire('emptied');
     expect(await holder.release()).toBe(false);
     await sleep(300);
     expect(settled()).toBe(false);
-    expect(await redis.get('lock:{emptied}')).toBe(other.token);
+    expect(await fixture.redis.get('lock:{emptied}')).toBe(other.token);
     const otherFence = await other.fence();
     await other.release();
     const next = await waiting[0];
-    expect(await redis.get('lock:{emptied}')).toBe(next.token);
+    expect(await fixture.redis.get('lock:{emptied}')).toBe(next.token);
     expect(await next.fence()).toBeGreaterThan(otherFence);
     await next.release();
   });
@@ -119,14 +91,14 @@ describe('a pass in memory', () => {
     const here = open();
     const { holder, waiting } = await heldWithLocalWaiters(here, 'lost', 1);
     // Deleted behind the holder's back (by hand, or a Redis that lost its data).
-    await redis.del('lock:{lost}');
+    await fixture.redis.del('lock:{lost}');
     expect(await holder.release()).toBe(false);
     const next = await waiting[0];
-    expect(await redis.get('lock:{lost}')).toBe(next.token);
+    expect(await fixture.redis.get('lock:{lost}')).toBe(next.token);
     await next.fence();
     expect(next.lost).toBe(false);
     expect(await next.release()).toBe(true);
-    expect(await redis.exists('lock:{lost}')).toBe(0);
+    expect(await fixture.redis.exists('lock:{lost}')).toBe(0);
   });
 
   it('a pass Redis confirms only after its lease may have ended is confirmed again before the successor runs', async () => {
@@ -134,19 +106,21 @@ describe('a pass in memory', () => {
     const { holder, waiting } = await heldWithLocalWaiters(here, 'late', 1);
     const settled = settledFlag(waiting[0]);
     // The holder's own lease, handed over short, is topped up first.
-    await eventually(async () => (await redis.pttl('lock:{late}')) > 1_000);
-    await server.freeze();
+    await eventually(
+      async () => (await fixture.redis.pttl('lock:{late}')) > 1_000,
+    );
+    await fixture.server.freeze();
     const releasing = holder.release();
     await sleep(500);
     expect(settled()).toBe(false);
-    await server.thaw();
+    await fixture.server.thaw();
     expect(await releasing).toBe(true);
     const next = await waiting[0];
     // It runs on the full lease it asked for, set after the pause.
-    expect(await redis.pttl('lock:{late}')).toBeGreaterThan(20_000);
+    expect(await fixture.redis.pttl('lock:{late}')).toBeGreaterThan(20_000);
     expect(next.expiresAt - Date.now()).toBeGreaterThan(20_000);
     expect(next.lost).toBe(false);
     await next.release();
-    expect(await redis.exists('lock:{late}')).toBe(0);
+    expect(await fixture.redis.exists('lock:{late}')).toBe(0);
   });
 });

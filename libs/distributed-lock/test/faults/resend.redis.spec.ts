@@ -4,90 +4,43 @@
  * Redis but whose answer was lost runs twice. The proxy forwards one command,
  * then cuts the connection before its answer reaches the client.
  */
-import { Redis } from 'ioredis';
-import type { LockLostEvent } from '@app/distributed-lock';
 import {
   commandOn,
-  openLocks,
+  recordLost,
   scriptCall,
   waitingIn,
-  type OpenedLocks,
 } from '../../../../test/support/lock-clients.js';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../../test/support/redis-server.js';
-import {
-  startTcpProxy,
-  type TcpProxy,
-} from '../../../../test/support/tcp-proxy.js';
+import { useRedisFixture } from '../../../../test/support/redis-fixture.js';
 
-let server: RedisServerHandle;
-let redis: Redis;
-let proxy: TcpProxy;
-const opened: OpenedLocks[] = [];
+const fixture = useRedisFixture({ proxy: true });
 
-/** A LockService whose connection goes through the proxy. */
-function throughProxy(): OpenedLocks {
-  const s = openLocks(proxy.url, { commandTimeoutMs: 5_000 });
-  opened.push(s);
-  return s;
-}
-
-function direct(): OpenedLocks {
-  const s = openLocks(server.url);
-  opened.push(s);
-  return s;
-}
-
-function lostEvents(s: OpenedLocks): LockLostEvent[] {
-  const lost: LockLostEvent[] = [];
-  s.locks.events.on('lost', (event) => lost.push(event));
-  return lost;
-}
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = new Redis(server.url);
-});
-
-beforeEach(async () => {
-  proxy = await startTcpProxy({ targetPort: server.port });
-});
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((s) => s.close()));
-  await proxy.close();
-  await redis.flushall();
-});
-
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
-});
+/** A lock service whose connection goes through the proxy. */
+const throughProxy = () =>
+  fixture.open({ url: fixture.proxy.url, commandTimeoutMs: 5_000 });
+const direct = () => fixture.open();
 
 describe('an acquisition whose answer was lost', () => {
   it('tryAcquire gets the lock its first SET took, and its release frees it', async () => {
     const s = throughProxy();
-    const cut = proxy.cutAfterRequest(commandOn('set', 'lock:{try}'));
+    const cut = fixture.proxy.cutAfterRequest(commandOn('set', 'lock:{try}'));
     const handle = await s.locks.tryAcquire('try');
     await cut;
     expect(handle).not.toBeNull();
-    expect(await redis.get('lock:{try}')).toBe(handle?.token);
+    expect(await fixture.redis.get('lock:{try}')).toBe(handle?.token);
     expect(await handle?.release()).toBe(true);
-    expect(await redis.exists('lock:{try}')).toBe(0);
+    expect(await fixture.redis.exists('lock:{try}')).toBe(0);
   });
 
   it('a waiting acquire gets that lock at once instead of waiting for itself', async () => {
     const s = throughProxy();
-    const cut = proxy.cutAfterRequest(commandOn('set', 'lock:{wait}'));
+    const cut = fixture.proxy.cutAfterRequest(commandOn('set', 'lock:{wait}'));
     const started = Date.now();
     const handle = await s.locks.acquire('wait', { waitTime: 10_000 });
     await cut;
     // The hand-off lease (3 s) is what waiting for itself would have cost.
     expect(Date.now() - started).toBeLessThan(1_500);
-    expect(await redis.get('lock:{wait}')).toBe(handle.token);
-    expect(await redis.llen('lock:{wait}:queue')).toBe(0);
+    expect(await fixture.redis.get('lock:{wait}')).toBe(handle.token);
+    expect(await fixture.redis.llen('lock:{wait}:queue')).toBe(0);
     await handle.release();
   });
 
@@ -98,7 +51,9 @@ describe('an acquisition whose answer was lost', () => {
     await previous.release();
 
     const s = throughProxy();
-    const cut = proxy.cutAfterRequest(commandOn('set', 'lock:{fenced}'));
+    const cut = fixture.proxy.cutAfterRequest(
+      commandOn('set', 'lock:{fenced}'),
+    );
     const handle = await s.locks.acquire('fenced', { waitTime: 10_000 });
     await cut;
     const fence = await handle.fence();
@@ -114,19 +69,21 @@ describe('an acquisition whose answer was lost', () => {
     const rival = direct();
     const blocker = await rival.locks.acquire('queued');
     const s = throughProxy();
-    const cut = proxy.cutAfterRequest(
+    const cut = fixture.proxy.cutAfterRequest(
       scriptCall(s.client, 'lockAcquire', 'lock:{queued}'),
     );
     const waiting = s.locks.acquire('queued', { waitTime: 10_000 });
     await cut;
     // Answered after the re-send: the entry the client knows is the only one.
     await expect.poll(() => waitingIn(s.backend), { timeout: 5_000 }).toBe(1);
-    expect(await redis.llen('lock:{queued}:queue')).toBe(1);
+    expect(await fixture.redis.llen('lock:{queued}:queue')).toBe(1);
     await blocker.release();
     const handle = await waiting;
-    expect(await redis.get('lock:{queued}')).toBe(handle.token);
+    expect(await fixture.redis.get('lock:{queued}')).toBe(handle.token);
     await handle.release();
-    expect(await redis.exists('lock:{queued}', 'lock:{queued}:queue')).toBe(0);
+    expect(
+      await fixture.redis.exists('lock:{queued}', 'lock:{queued}:queue'),
+    ).toBe(0);
   });
 });
 
@@ -139,7 +96,7 @@ describe('a fencing token request whose answer was lost', () => {
 
     const s = throughProxy();
     const handle = await s.locks.acquire('refence');
-    const cut = proxy.cutAfterRequest(
+    const cut = fixture.proxy.cutAfterRequest(
       scriptCall(s.client, 'lockFence', 'lock:{refence}'),
     );
     const fence = await handle.fence();
@@ -160,7 +117,7 @@ describe('a release whose answer was lost', () => {
     'counts as released when %s: no lost event, and the key is free or handed on',
     async (_case, contended) => {
       const s = throughProxy();
-      const lost = lostEvents(s);
+      const lost = recordLost(s);
       const name = contended ? 'release-queued' : 'release-free';
       const handle = await s.locks.acquire(name);
       const other = direct();
@@ -168,8 +125,10 @@ describe('a release whose answer was lost', () => {
         ? other.locks.acquire(name, { waitTime: 10_000 })
         : undefined;
       if (waiting)
-        await expect.poll(() => redis.llen(`lock:{${name}}:queue`)).toBe(1);
-      const cut = proxy.cutAfterRequest(
+        await expect
+          .poll(() => fixture.redis.llen(`lock:{${name}}:queue`))
+          .toBe(1);
+      const cut = fixture.proxy.cutAfterRequest(
         scriptCall(
           s.client,
           contended ? 'lockRelease' : 'lockReleaseUnqueued',
@@ -183,10 +142,10 @@ describe('a release whose answer was lost', () => {
       if (waiting) {
         const next = await waiting;
         expect(Date.now() - started).toBeLessThan(1_500);
-        expect(await redis.get(`lock:{${name}}`)).toBe(next.token);
+        expect(await fixture.redis.get(`lock:{${name}}`)).toBe(next.token);
         await next.release();
       }
-      expect(await redis.exists(`lock:{${name}}`)).toBe(0);
+      expect(await fixture.redis.exists(`lock:{${name}}`)).toBe(0);
     },
   );
 });

@@ -5,50 +5,30 @@
  * rejects a token lower than one it accepted and counts holders inside at
  * once, is the referee.
  */
-import { Redis } from 'ioredis';
 import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
 import { FencedResource } from '../../../../test/support/fenced-resource.js';
-import {
-  openLocks,
-  type OpenedLocks,
-} from '../../../../test/support/lock-clients.js';
+import type { OpenedLocks } from '../../../../test/support/lock-clients.js';
 import {
   startLockHolder,
   type LockHolder,
 } from '../../../../test/support/lock-holder.js';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../../test/support/redis-server.js';
+import { useRedisFixture } from '../../../../test/support/redis-fixture.js';
 
-let server: RedisServerHandle;
-let redis: Redis;
+const fixture = useRedisFixture();
 let resource: FencedResource;
 let resourceUrl: string;
 let here: OpenedLocks;
 const holders: LockHolder[] = [];
 
-beforeAll(async () => {
-  server = await startRedisServer();
-  redis = new Redis(server.url);
-});
-
 beforeEach(async () => {
   resource = new FencedResource();
   resourceUrl = await resource.serve();
-  here = openLocks(server.url);
+  here = fixture.open();
 });
 
 afterEach(async () => {
   await Promise.all(holders.splice(0).map((holder) => holder.stop()));
-  await here.close();
   await resource.close();
-  await redis.flushall();
-});
-
-afterAll(async () => {
-  redis.disconnect();
-  await server.stop();
 });
 
 /** Holds `name` in this process for `holdMs`, as a fenced writer of the resource. */
@@ -67,7 +47,7 @@ it('a waiter paused past its hand-off lease does not run on it: it waits for the
   const name = 'stale';
   const first = await here.locks.acquire(name);
   const waiter = startLockHolder({
-    url: server.url,
+    url: fixture.server.url,
     key: name,
     name: 'paused',
     waitTime: 20_000,
@@ -79,7 +59,7 @@ it('a waiter paused past its hand-off lease does not run on it: it waits for the
   holders.push(waiter);
   await waiter.waitFor('acquiring');
   await eventually(
-    async () => (await redis.llen(`lock:{${name}}:queue`)) === 1,
+    async () => (await fixture.redis.llen(`lock:{${name}}:queue`)) === 1,
   );
 
   waiter.pause();
