@@ -148,4 +148,31 @@ describe('a release whose answer was lost', () => {
       expect(await fixture.redis.exists(`lock:{${name}}`)).toBe(0);
     },
   );
+
+  it('a release that handed the lock to a waiter of the same process: the waiter still gets it', async () => {
+    // No passes in memory: the release script itself hands the lock over,
+    // and its answer, lost here, was the only message to the waiter.
+    const s = fixture.open({
+      url: fixture.proxy.url,
+      commandTimeoutMs: 5_000,
+      localHandoffs: 0,
+      handoffLeaseMs: 500,
+    });
+    const lost = recordLost(s);
+    const holder = await s.locks.acquire('release-local');
+    const waiting = s.locks.acquire('release-local', { waitTime: 10_000 });
+    await expect
+      .poll(() => fixture.redis.llen('lock:{release-local}:queue'))
+      .toBe(1);
+    const cut = fixture.proxy.cutAfterRequest(
+      scriptCall(s.client, 'lockRelease', 'lock:{release-local}'),
+    );
+    expect(await holder.release()).toBe(true);
+    await cut;
+    // Found at the waiter's next check, within the hand-off lease.
+    const next = await waiting;
+    expect(await fixture.redis.get('lock:{release-local}')).toBe(next.token);
+    expect(lost).toEqual([]);
+    expect(await next.release()).toBe(true);
+  });
 });
