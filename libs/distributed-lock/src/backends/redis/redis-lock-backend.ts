@@ -13,7 +13,10 @@ import {
   leaseDeadline,
   monotonicNow,
 } from '../../lease/lease-clock.js';
-import { CallDeadlines } from './call-deadlines.js';
+import { TrackedCalls, withDeadline } from './tracked-calls.js';
+import { bypassKey, fenceKey, handoffId, queueKey } from './lock-keys.js';
+import { busy, parseAcquireReply, type AcquireReply } from './lock-replies.js';
+import { TimedMemory } from './timed-memory.js';
 import { defineLockScripts, type LockScriptCommands } from './lock-scripts.js';
 
 /** Options of {@link RedisLockBackend}. */
@@ -132,27 +135,6 @@ interface PassStreak {
   readonly sinceFirstMs: number;
 }
 
-type AcquireReply = [1, number] | [0, number, string?];
-
-/** acquire.lua answers a bare fencing token when taken, an array otherwise. */
-function parseAcquireReply(raw: unknown): AcquireReply {
-  return Array.isArray(raw) ? (raw as [0, number, string?]) : [1, Number(raw)];
-}
-
-// A lock's bookkeeping keys sit beside it, in its Cluster slot (the braces in
-// `key`): the fencing counter, the wait queue and the queue's pass-over record.
-const fenceKey = (key: string) => `${key}:fence`;
-const queueKey = (key: string) => `${key}:queue`;
-const bypassKey = (key: string) => `${key}:bypass`;
-
-/**
- * Identifies one waiting acquisition: a multi-key acquisition uses one token
- * for all its keys, so a hand-off is matched by key and token.
- */
-function handoffId(key: string, token: string): string {
-  return `${token}|${key}`;
-}
-
 /**
  * Lock store on one Redis server (standalone or behind Sentinel).
  *
@@ -182,7 +164,8 @@ export class RedisLockBackend implements LockBackend {
   private readonly client: Redis;
   private readonly scripts: LockScriptCommands;
   private readonly commandTimeoutMs: number;
-  private readonly deadlines: CallDeadlines;
+  /** Every Redis call, bounded, and the work under way that close() waits for. */
+  private readonly calls: TrackedCalls;
   private readonly handoffLeaseMs: number;
   private readonly localHandoffs: number;
   private readonly localHandoffWindowMs: number;
@@ -198,17 +181,14 @@ export class RedisLockBackend implements LockBackend {
   private readonly acquiring = new Set<string>();
   private readonly earlyHandoffs = new Map<string, number>();
   /** Waiters that took a lock whose hand-off message may still come, until when (ms since epoch). */
-  private readonly claimed = new Map<string, number>();
+  private readonly claimed = new TimedMemory(claimedMemoryMs);
   /** Keys found busy lately, until when that counts (ms since epoch). */
-  private readonly contended = new Map<string, number>();
+  private readonly contended = new TimedMemory(contendedMemoryMs);
   private readonly checkTimers = new Map<string, NodeJS.Timeout>();
   /** Contended locks held here, by key. */
   private readonly holds = new Map<string, LocalHold>();
   /** Sweep stale {@link holds} when there are this many. */
   private sweepHoldsAt = 256;
-  /** Operations under way that may still send commands; close() lets them finish before the connection goes. */
-  private busy = 0;
-  private onIdle?: () => void;
   private blocking?: Redis;
   /** Times the client's connection closed: see {@link resent}. */
   private connectionDrops = 0;
@@ -224,7 +204,7 @@ export class RedisLockBackend implements LockBackend {
     this.localHandoffs = options.localHandoffs ?? defaults.localHandoffs;
     this.localHandoffWindowMs =
       options.localHandoffWindowMs ?? defaults.localHandoffWindowMs;
-    this.deadlines = new CallDeadlines(this.commandTimeoutMs);
+    this.calls = new TrackedCalls(this.commandTimeoutMs);
     this.scripts = defineLockScripts(this.client);
     this.clientKeyPrefix = this.client.options?.keyPrefix ?? '';
     // 96 random bits tell processes apart; every acquire sends this name.
@@ -296,7 +276,7 @@ export class RedisLockBackend implements LockBackend {
     started: Started,
   ): Promise<LockGrant | LockBusy> {
     const { key, token, leaseMs } = request;
-    return this.call(
+    return this.calls.call(
       this.client.set(key, token, 'PX', Math.ceil(leaseMs), 'NX'),
       'acquire',
       (late) => {
@@ -324,11 +304,11 @@ export class RedisLockBackend implements LockBackend {
     request: AcquireRequest,
     started: Started,
   ): Promise<LockGrant | LockBusy> {
-    this.busy += 1;
+    this.calls.begin();
     try {
       return await this.acquireOrWait(request, started);
     } finally {
-      this.untrack();
+      this.calls.end();
     }
   }
 
@@ -349,7 +329,7 @@ export class RedisLockBackend implements LockBackend {
     let reply: AcquireReply;
     try {
       reply = parseAcquireReply(
-        await this.call(
+        await this.calls.call(
           this.acquireScript(key, token, leaseMs, waitMs),
           'acquire',
           (late) => this.undoAcquire(key, token, parseAcquireReply(late)),
@@ -411,7 +391,7 @@ export class RedisLockBackend implements LockBackend {
     const sentAt = monotonicNow();
     let reply: unknown;
     try {
-      reply = await this.call(
+      reply = await this.calls.call(
         this.scripts.lockExtend(key, token, Math.ceil(leaseMs)),
         'acquire',
         (late) => {
@@ -438,7 +418,7 @@ export class RedisLockBackend implements LockBackend {
   private waitOn(waiter: Waiter): void {
     if (this.waiters.get(waiter.id) !== waiter) return;
     if (this.isDue(waiter)) {
-      void this.track(this.giveUp(waiter));
+      void this.calls.track(this.giveUp(waiter));
       return;
     }
     this.scheduleCheck(waiter.key, this.handoffLeaseMs);
@@ -471,7 +451,7 @@ export class RedisLockBackend implements LockBackend {
     // Passed on to another holder here: no longer this token's to extend.
     if (hold && hold.holder !== token) return false;
     const sentAt = monotonicNow();
-    const result = await this.call(
+    const result = await this.calls.call(
       this.scripts.lockExtend(key, hold?.storedAs ?? token, Math.ceil(leaseMs)),
       'extend',
     );
@@ -569,7 +549,7 @@ export class RedisLockBackend implements LockBackend {
     const unqueued = this.waitersBehind(key);
     if (unqueued.length > 0)
       // On failure the next safety check tries again.
-      void this.track(this.requeue(key, unqueued).catch(() => undefined));
+      void this.calls.track(this.requeue(key, unqueued).catch(() => undefined));
   }
 
   /** Redis did not confirm where the lock held here went: its waiters here fail with that error. */
@@ -648,51 +628,53 @@ export class RedisLockBackend implements LockBackend {
     hold.holder = '';
     next.confirming = true;
     const sentAt = monotonicNow();
-    return this.call(
-      this.scripts.lockPassOn(
-        key,
-        queueKey(key),
-        bypassKey(key),
-        hold.storedAs,
-        // A waiter that was not queued in Redis has no entry to take out.
-        next.entry ?? '',
-        Math.ceil(leaseMs),
-      ),
-      'release',
-      // Passed after we gave up on it: nobody here holds it now.
-      (late) => {
-        if (Number(late) === 1) this.giveBack(key, hold.storedAs);
-      },
-      (reply) => {
-        if (Number(reply) !== 1) {
-          // Lost before it was passed on: `next` still waits, and its place
-          // in Redis's queue was kept.
-          next.confirming = false;
-          if (this.holds.get(key) === hold) this.dropHold(key);
-          this.waitOn(next);
-          return false;
-        }
-        // Its entry left the queue with the pass.
-        next.entry = undefined;
-        hold.holder = next.token;
-        hold.expiresAt = sentAt + leaseMs;
-        if (isFresh(leaseDeadline(sentAt, leaseMs), leaseMs)) {
-          next.confirming = false;
-          this.takePass(key, hold, next, sentAt + leaseMs);
-        } else {
-          // Answered so late that the new lease may have lapsed already.
-          void this.track(this.confirmPass(key, hold, next));
-        }
-        return true;
-      },
-    ).catch((error: unknown) => {
-      next.confirming = false;
-      if (this.holds.get(key) === hold) this.holds.delete(key);
-      this.failWaitersBehind(key, error);
-      // Queued in Redis too: it waits on there, unless its time ran out.
-      this.waitOn(next);
-      throw error;
-    });
+    return this.calls
+      .call(
+        this.scripts.lockPassOn(
+          key,
+          queueKey(key),
+          bypassKey(key),
+          hold.storedAs,
+          // A waiter that was not queued in Redis has no entry to take out.
+          next.entry ?? '',
+          Math.ceil(leaseMs),
+        ),
+        'release',
+        // Passed after we gave up on it: nobody here holds it now.
+        (late) => {
+          if (Number(late) === 1) this.giveBack(key, hold.storedAs);
+        },
+        (reply) => {
+          if (Number(reply) !== 1) {
+            // Lost before it was passed on: `next` still waits, and its place
+            // in Redis's queue was kept.
+            next.confirming = false;
+            if (this.holds.get(key) === hold) this.dropHold(key);
+            this.waitOn(next);
+            return false;
+          }
+          // Its entry left the queue with the pass.
+          next.entry = undefined;
+          hold.holder = next.token;
+          hold.expiresAt = sentAt + leaseMs;
+          if (isFresh(leaseDeadline(sentAt, leaseMs), leaseMs)) {
+            next.confirming = false;
+            this.takePass(key, hold, next, sentAt + leaseMs);
+          } else {
+            // Answered so late that the new lease may have lapsed already.
+            void this.calls.track(this.confirmPass(key, hold, next));
+          }
+          return true;
+        },
+      )
+      .catch((error: unknown) => {
+        next.confirming = false;
+        if (this.holds.get(key) === hold) this.holds.delete(key);
+        this.failWaitersBehind(key, error);
+        // Queued in Redis too: it waits on there, unless its time ran out.
+        this.waitOn(next);
+        throw error;
+      });
   }
 
   /** `next` runs with the lock passed to it, surely held until `expiresAt` (monotonic). */
@@ -783,7 +765,7 @@ export class RedisLockBackend implements LockBackend {
    */
   private releaseUnqueued(key: string, token: string): Promise<boolean> {
     const drops = this.connectionDrops;
-    return this.call(
+    return this.calls.call(
       this.scripts.lockReleaseUnqueued(key, queueKey(key), token),
       'release',
       // Declined after all, for a queue: serve it, as a release that had
@@ -804,7 +786,7 @@ export class RedisLockBackend implements LockBackend {
     this.assertOpen();
     const hold = this.localHold(key, token);
     if (hold && hold.holder !== token) return undefined;
-    const fence = await this.call(
+    const fence = await this.calls.call(
       this.scripts.lockFence(key, fenceKey(key), hold?.storedAs ?? token),
       'fence',
     );
@@ -816,7 +798,9 @@ export class RedisLockBackend implements LockBackend {
 
   async isLocked(key: string): Promise<boolean> {
     this.assertOpen();
-    return Number(await this.call(this.client.exists(key), 'exists')) === 1;
+    return (
+      Number(await this.calls.call(this.client.exists(key), 'exists')) === 1
+    );
   }
 
   async close(): Promise<void> {
@@ -831,7 +815,7 @@ export class RedisLockBackend implements LockBackend {
       if (waiter.entry === undefined) continue;
       // Leave the queue so nobody hands a lock to a process that is going
       // away; a lock handed to the waiter meanwhile is given back.
-      void this.track(
+      void this.calls.track(
         this.cancelEntry(waiter.key, waiter.token, waiter.entry)
           .then((outcome) => {
             if (outcome.claimed)
@@ -849,13 +833,7 @@ export class RedisLockBackend implements LockBackend {
     // lock to a waiter here) may need one more command to undo what they did.
     // Each is bounded by the command timeout; so is the whole wait, in case
     // late answers keep arriving.
-    const patience = Date.now() + 2 * this.commandTimeoutMs;
-    while (this.busy > 0 && Date.now() < patience) {
-      const idle = new Promise<void>((resolve) => (this.onIdle = resolve));
-      await withDeadline(idle, patience - Date.now());
-    }
-    this.onIdle = undefined;
-    this.deadlines.stopWhenIdle();
+    await this.calls.drain(2 * this.commandTimeoutMs);
     this.client.off('close', this.countConnectionDrop);
     this.blocking?.disconnect();
     this.blocking = undefined;
@@ -900,7 +878,7 @@ export class RedisLockBackend implements LockBackend {
         handedOver: false,
         confirming: false,
         signal: request.signal,
-        onAbort: () => void this.track(this.giveUp(waiter)),
+        onAbort: () => void this.calls.track(this.giveUp(waiter)),
         resolve,
         reject,
       };
@@ -955,7 +933,7 @@ export class RedisLockBackend implements LockBackend {
     }
     if (!isFresh(leaseDeadline(setAfter, leaseMs), leaseMs)) {
       waiter.confirming = true;
-      void this.track(this.confirmGrant(waiter, fencingToken, streak));
+      void this.calls.track(this.confirmGrant(waiter, fencingToken, streak));
       return true;
     }
     this.settle(waiter, {
@@ -1092,7 +1070,7 @@ export class RedisLockBackend implements LockBackend {
     | { claimed: false; holderPttl: number }
   > {
     const sentAt = monotonicNow();
-    const reply = (await this.call(
+    const reply = (await this.calls.call(
       this.scripts.lockCancel(...this.queueKeys(key), token, entry),
       'cancel',
       // It kept a lock it was handed, but nobody heard: nobody holds it.
@@ -1223,7 +1201,7 @@ export class RedisLockBackend implements LockBackend {
     if (reply[0] === 1) {
       this.giveBack(key, token, Number(reply[1]));
     } else if (reply[2] !== undefined) {
-      void this.track(
+      void this.calls.track(
         this.cancelEntry(key, token, reply[2])
           .then((outcome) => {
             if (outcome.claimed)
@@ -1250,11 +1228,11 @@ export class RedisLockBackend implements LockBackend {
     passedInMemory?: PassStreak,
     successor?: Waiter,
   ): Promise<boolean> {
-    this.busy += 1;
+    this.calls.begin();
     const drops = this.connectionDrops;
     const sentAt = monotonicNow();
     try {
-      const result = await this.call(
+      const result = await this.calls.call(
         this.releaseScript(key, token, fencingToken, passedInMemory, successor),
         'release',
         // Applied after all: a waiter here it was handed to must still hear of it.
@@ -1270,7 +1248,7 @@ export class RedisLockBackend implements LockBackend {
       }
       return released;
     } finally {
-      this.untrack();
+      this.calls.end();
     }
   }
 
@@ -1305,7 +1283,6 @@ export class RedisLockBackend implements LockBackend {
 
   /** Whether `key` should skip the bare `SET`: someone here waits for it, or it was busy lately. */
   private isContended(key: string): boolean {
-    if (this.contended.size > 0) forgetExpired(this.contended, Date.now());
     // Nobody here waits and no key was busy lately: the common case, answered
     // without hashing the key (a string built for this acquisition).
     if (this.waitersByKey.size === 0 && this.contended.size === 0) return false;
@@ -1313,24 +1290,12 @@ export class RedisLockBackend implements LockBackend {
   }
 
   private rememberContended(key: string): void {
-    rememberFor(this.contended, key, contendedMemoryMs);
+    this.contended.remember(key);
   }
 
   private rememberClaimed(id: string): void {
-    rememberFor(this.claimed, id, claimedMemoryMs);
+    this.claimed.remember(id);
   }
-
-  /** Counts `work` as under way until it settles (see {@link busy}). */
-  private track<T>(work: Promise<T>): Promise<T> {
-    this.busy += 1;
-    work.then(this.untrack, this.untrack);
-    return work;
-  }
-
-  private readonly untrack = (): void => {
-    this.busy -= 1;
-    if (this.busy === 0) this.onIdle?.();
-  };
 
   /**
    * Safety net for a holder that died without releasing: while anyone here
@@ -1344,7 +1309,7 @@ export class RedisLockBackend implements LockBackend {
         ? Math.min(holderPttl + 1, this.handoffLeaseMs)
         : this.handoffLeaseMs;
     const timer: NodeJS.Timeout = setTimeout(
-      () => void this.track(this.check(key, timer)),
+      () => void this.calls.track(this.check(key, timer)),
       delay,
     );
     timer.unref();
@@ -1367,7 +1332,7 @@ export class RedisLockBackend implements LockBackend {
     try {
       if (waiting.length > 0 && !this.closed) {
         const sentAt = monotonicNow();
-        const [remaining, fencingToken, states] = (await this.call(
+        const [remaining, fencingToken, states] = (await this.calls.call(
           this.scripts.lockKick(
             ...this.lockKeys(key),
             ...waiting.map((waiter) => waiter.entry ?? ''),
@@ -1420,7 +1385,7 @@ export class RedisLockBackend implements LockBackend {
     const sentAt = monotonicNow();
     try {
       const reply = parseAcquireReply(
-        await this.call(
+        await this.calls.call(
           this.acquireScript(key, waiter.token, waiter.leaseMs, remaining),
           'acquire',
           (late) =>
@@ -1502,107 +1467,8 @@ export class RedisLockBackend implements LockBackend {
   private assertOpen(): void {
     if (this.closed) throw closedError();
   }
-
-  /**
-   * Runs one Redis call with a deadline, whatever the client's own settings
-   * (an offline queue without timeout would otherwise hang a request forever),
-   * and counts it as under way (see {@link busy}) until it is answered.
-   * `onAnswer`, when given, turns a timely answer into the result; an answer
-   * that comes after we gave up is handed to `onLate` instead.
-   */
-  private call<T, R = T>(
-    pending: Promise<T>,
-    what: string,
-    onLate?: (value: T) => void,
-    onAnswer?: (value: T) => R | Promise<R>,
-  ): Promise<R> {
-    this.busy += 1;
-    return new Promise<R>((resolve, reject) => {
-      const deadline = this.deadlines.start(() => {
-        this.untrack();
-        reject(
-          new LockBackendError(
-            `Redis did not answer the lock ${what} within ${this.commandTimeoutMs} ms`,
-          ),
-        );
-      });
-      pending.then(
-        (value) => {
-          if (!this.deadlines.settle(deadline)) {
-            onLate?.(value);
-            return;
-          }
-          try {
-            resolve(onAnswer ? onAnswer(value) : (value as unknown as R));
-          } catch (error) {
-            reject(error as Error);
-          } finally {
-            this.untrack();
-          }
-        },
-        (error: unknown) => {
-          if (!this.deadlines.settle(deadline)) return;
-          this.untrack();
-          reject(
-            new LockBackendError(
-              `Redis lock ${what} failed: ${(error as Error)?.message ?? String(error)}`,
-              { cause: error },
-            ),
-          );
-        },
-      );
-    });
-  }
-}
-
-/**
- * Remembers `key` in `memory` for `ms` from now, and forgets what has expired.
- * Every entry of one map lives equally long and is (re)inserted last, so the
- * map stays in expiry order and forgetting stops at the first live entry.
- */
-function rememberFor(
-  memory: Map<string, number>,
-  key: string,
-  ms: number,
-): void {
-  const now = Date.now();
-  forgetExpired(memory, now);
-  memory.delete(key);
-  memory.set(key, now + ms);
-}
-
-/** Drops the entries of a {@link rememberFor} memory that expired by `now`. */
-function forgetExpired(memory: Map<string, number>, now: number): void {
-  for (const [old, until] of memory) {
-    if (until > now) break;
-    memory.delete(old);
-  }
 }
 
 function closedError(): LockBackendError {
   return new LockBackendError('The lock backend is closed');
-}
-
-function busy(pttl: number): LockBusy {
-  const remaining = Number(pttl);
-  return remaining > 0
-    ? { acquired: false, retryAfterMs: remaining }
-    : { acquired: false };
-}
-
-/** Resolves true when `pending` settles within `ms`, false otherwise (never rejects). */
-function withDeadline(pending: Promise<unknown>, ms: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), Math.max(0, ms));
-    pending.then(
-      () => {
-        clearTimeout(timer);
-        resolve(true);
-      },
-      () => {
-        clearTimeout(timer);
-        resolve(true);
-      },
-    );
-  });
 }
