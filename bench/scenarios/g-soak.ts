@@ -205,6 +205,11 @@ function internals(locks: LockService): Record<string, number> {
         sizes[`${prefix}${name}`] = value.length;
       } else if (typeof value === 'number') {
         sizes[`${prefix}${name}`] = value;
+      } else if (
+        typeof (value as { size?: unknown } | undefined)?.size === 'number'
+      ) {
+        // A collection of the backend's own (a timed memory).
+        sizes[`${prefix}${name}`] = (value as { size: number }).size;
       }
     }
   };
@@ -222,18 +227,24 @@ function internals(locks: LockService): Record<string, number> {
       'checkTimers',
       'contended',
       'holds',
-      'busy',
     ],
     'backend.',
   );
+  const calls = (backend as Record<string, unknown> | undefined)?.calls;
+  read(calls, ['underWay'], 'backend.calls.');
   read(
-    (backend as Record<string, unknown> | undefined)?.deadlines,
+    (calls as Record<string, unknown> | undefined)?.deadlines,
     ['queue'],
-    'backend.deadlines.',
+    'backend.calls.deadlines.',
   );
   // Listeners on the backend's ioredis connections (a leak would pile up here).
+  const listener = (backend as Record<string, unknown> | undefined)?.listener;
+  const connections: Record<string, unknown> = {
+    client: (backend as Record<string, unknown> | undefined)?.client,
+    blocking: (listener as Record<string, unknown> | undefined)?.blocking,
+  };
   for (const name of ['client', 'blocking']) {
-    const emitter = (backend as Record<string, unknown> | undefined)?.[name] as
+    const emitter = connections[name] as
       | {
           eventNames?: () => (string | symbol)[];
           listenerCount?: (e: string | symbol) => number;

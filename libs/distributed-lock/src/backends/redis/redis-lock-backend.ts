@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { LockBackendError } from '../../errors/lock-errors.js';
@@ -17,6 +16,7 @@ import { TrackedCalls, withDeadline } from './tracked-calls.js';
 import { bypassKey, fenceKey, handoffId, queueKey } from './lock-keys.js';
 import { busy, parseAcquireReply, type AcquireReply } from './lock-replies.js';
 import { TimedMemory } from './timed-memory.js';
+import { WakeListener } from './wake-listener.js';
 import { defineLockScripts, type LockScriptCommands } from './lock-scripts.js';
 
 /** Options of {@link RedisLockBackend}. */
@@ -53,8 +53,6 @@ const defaults = {
   keyPrefix: 'lock:',
 };
 
-/** Seconds a blocking pop waits before the listener checks whether it is still needed. */
-const listenPollSeconds = 1;
 /** A hand-off message for a waiter that already took the lock is ignored for this long. */
 const claimedMemoryMs = 60_000;
 /** After finding a key busy, acquisitions of it go straight to the queueing script for this long. */
@@ -170,11 +168,8 @@ export class RedisLockBackend implements LockBackend {
   private readonly localHandoffs: number;
   private readonly localHandoffWindowMs: number;
   private readonly ownsClient: boolean;
-  /** The client's own ioredis `keyPrefix`, which scripts do not see on keys built inside them. */
-  private readonly clientKeyPrefix: string;
-  private readonly wakeList: string;
-  /** The wake list's name as scripts see it (with the client's own key prefix). */
-  private readonly scriptWakeList: string;
+  /** Pops the hand-offs pushed to this process. */
+  private readonly listener: WakeListener;
 
   private readonly waiters = new Map<string, Waiter>();
   private readonly waitersByKey = new Map<string, Set<Waiter>>();
@@ -189,10 +184,8 @@ export class RedisLockBackend implements LockBackend {
   private readonly holds = new Map<string, LocalHold>();
   /** Sweep stale {@link holds} when there are this many. */
   private sweepHoldsAt = 256;
-  private blocking?: Redis;
   /** Times the client's connection closed: see {@link resent}. */
   private connectionDrops = 0;
-  private listening = false;
   private closed = false;
 
   constructor(options: RedisLockBackendOptions) {
@@ -206,11 +199,14 @@ export class RedisLockBackend implements LockBackend {
       options.localHandoffWindowMs ?? defaults.localHandoffWindowMs;
     this.calls = new TrackedCalls(this.commandTimeoutMs);
     this.scripts = defineLockScripts(this.client);
-    this.clientKeyPrefix = this.client.options?.keyPrefix ?? '';
-    // 96 random bits tell processes apart; every acquire sends this name.
-    const instanceId = randomBytes(12).toString('base64url');
-    this.wakeList = `${options.keyPrefix ?? defaults.keyPrefix}wake:${instanceId}`;
-    this.scriptWakeList = this.clientKeyPrefix + this.wakeList;
+    this.listener = new WakeListener({
+      client: this.client,
+      keyPrefix: options.keyPrefix ?? defaults.keyPrefix,
+      commandTimeoutMs: this.commandTimeoutMs,
+      needed: () => this.waiters.size > 0 || this.acquiring.size > 0,
+      onHandoff: (token, fencingToken, key) =>
+        this.deliver(token, fencingToken, key),
+    });
     this.client.on('close', this.countConnectionDrop);
   }
 
@@ -422,7 +418,7 @@ export class RedisLockBackend implements LockBackend {
       return;
     }
     this.scheduleCheck(waiter.key, this.handoffLeaseMs);
-    this.listen();
+    this.listener.listen();
   }
 
   private async confirmTaken(
@@ -835,8 +831,7 @@ export class RedisLockBackend implements LockBackend {
     // late answers keep arriving.
     await this.calls.drain(2 * this.commandTimeoutMs);
     this.client.off('close', this.countConnectionDrop);
-    this.blocking?.disconnect();
-    this.blocking = undefined;
+    this.listener.close();
     if (this.ownsClient) {
       // A Redis that stopped answering must not hold up the app's shutdown.
       const quit = this.client.quit().catch(() => undefined);
@@ -906,7 +901,7 @@ export class RedisLockBackend implements LockBackend {
       } else {
         this.scheduleCheck(waiter.key, holderPttl);
       }
-      this.listen();
+      this.listener.listen();
     });
   }
 
@@ -1086,68 +1081,6 @@ export class RedisLockBackend implements LockBackend {
       sentAt,
       leaseMs: Math.max(1, Number(reply[2])),
     };
-  }
-
-  /** Blocks on this process's wake list while anyone here waits. One loop at a time. */
-  private listen(): void {
-    if (this.listening || this.closed) return;
-    this.listening = true;
-    void this.listenLoop();
-  }
-
-  private async listenLoop(): Promise<void> {
-    while (!this.closed && (this.waiters.size > 0 || this.acquiring.size > 0)) {
-      const blocking = (this.blocking ??= this.openBlocking());
-      try {
-        const popped = await blocking.blpop(this.wakeList, listenPollSeconds);
-        if (popped) {
-          this.onWakeMessage(popped[1]);
-          // Let the woken holder run (and send its own commands) before the
-          // next pop is written: under contention it is on the critical path.
-          await nextTurn();
-        }
-      } catch {
-        if (this.closed) break;
-        if (blocking.status === 'ready') {
-          // Connected, yet the pop did not answer in time: Redis may still
-          // answer it with a message nobody would read. Use a new connection.
-          blocking.disconnect();
-          if (this.blocking === blocking) this.blocking = undefined;
-        }
-        // Redis is away: waiters time out on their own; try again shortly.
-        await new Promise((resolve) => setTimeout(resolve, 100).unref());
-      }
-    }
-    this.listening = false;
-    if (!this.closed && this.waiters.size > 0) this.listen();
-  }
-
-  private onWakeMessage(message: string): void {
-    const first = message.indexOf('|');
-    const second = message.indexOf('|', first + 1);
-    const token = message.slice(0, first);
-    const fencingToken = Number(message.slice(first + 1, second));
-    this.deliver(
-      token,
-      fencingToken,
-      this.withoutClientPrefix(message.slice(second + 1)),
-    );
-  }
-
-  /**
-   * The blocking connection. The client's own time limits are meant for short
-   * commands: one shorter than the pop would drop the pop while Redis may
-   * still answer it with a wake-up, which would then be lost.
-   */
-  private openBlocking(): Redis {
-    const blocking = this.client.duplicate({
-      commandTimeout: listenPollSeconds * 1000 + this.commandTimeoutMs,
-      blockingTimeout: undefined,
-      socketTimeout: undefined,
-    });
-    // Connection trouble shows on the main client and in every lock call.
-    blocking.on('error', () => undefined);
-    return blocking;
   }
 
   /**
@@ -1428,7 +1361,7 @@ export class RedisLockBackend implements LockBackend {
       token,
       Math.ceil(leaseMs),
       waitMs,
-      this.scriptWakeList,
+      this.listener.scriptName,
       this.handoffLeaseMs,
     );
   }
@@ -1447,7 +1380,7 @@ export class RedisLockBackend implements LockBackend {
       queueKey(key),
       bypassKey(key),
       token,
-      this.scriptWakeList,
+      this.listener.scriptName,
       this.localHandoffs,
       this.localHandoffWindowMs,
       fencingToken ?? '',
@@ -1456,12 +1389,6 @@ export class RedisLockBackend implements LockBackend {
       successor?.token ?? '',
       successor ? Math.ceil(this.handoffLease(successor)) : 0,
     );
-  }
-
-  private withoutClientPrefix(key: string): string {
-    return this.clientKeyPrefix && key.startsWith(this.clientKeyPrefix)
-      ? key.slice(this.clientKeyPrefix.length)
-      : key;
   }
 
   private assertOpen(): void {
