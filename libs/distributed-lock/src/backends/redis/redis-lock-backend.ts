@@ -15,6 +15,7 @@ import {
 import { TrackedCalls, withDeadline } from './tracked-calls.js';
 import { bypassKey, fenceKey, handoffId, queueKey } from './lock-keys.js';
 import { busy, parseAcquireReply, type AcquireReply } from './lock-replies.js';
+import { LocalHolds, type LocalHold, type PassStreak } from './local-holds.js';
 import { TimedMemory } from './timed-memory.js';
 import { WakeListener } from './wake-listener.js';
 import { defineLockScripts, type LockScriptCommands } from './lock-scripts.js';
@@ -57,11 +58,6 @@ const defaults = {
 const claimedMemoryMs = 60_000;
 /** After finding a key busy, acquisitions of it go straight to the queueing script for this long. */
 const contendedMemoryMs = 1000;
-/**
- * A {@link LocalHold} whose lease ended this long ago by the local estimate
- * is surely gone from Redis too (the estimate errs early by a round trip).
- */
-const staleHoldMs = 60_000;
 
 interface Waiter {
   /** {@link handoffId} of its key and token. */
@@ -100,37 +96,12 @@ interface Waiter {
 }
 
 /**
- * A lock this process holds under contention, which its holder may pass to
- * another waiter of this process in memory (see {@link RedisLockBackend.release}).
- */
-interface LocalHold {
-  /** The token the lock is stored under in Redis: that of its first holder here. */
-  readonly storedAs: string;
-  /** The token of whoever holds it now; '' while it is being passed on. */
-  holder: string;
-  /** Local estimate of when the lease ends (monotonic ms), never later than Redis's. */
-  expiresAt: number;
-  /** Times in a row the queue's head was passed over so far, here and by release.lua. */
-  passes: number;
-  /** When the first of those passes was (monotonic ms). */
-  firstPassAt: number;
-  /** Of {@link passes}, those made in memory, which Redis has not counted yet. */
-  passesInMemory: number;
-}
-
-/**
  * When an acquisition began: by the time of day, which its wait counts from,
  * and on the monotonic clock, which the leases it is granted count from.
  */
 interface Started {
   readonly at: number;
   readonly calledAt: number;
-}
-
-/** Passes over the queue's head that a lock handed over by release.lua brings along. */
-interface PassStreak {
-  readonly passes: number;
-  readonly sinceFirstMs: number;
 }
 
 /**
@@ -181,9 +152,7 @@ export class RedisLockBackend implements LockBackend {
   private readonly contended = new TimedMemory(contendedMemoryMs);
   private readonly checkTimers = new Map<string, NodeJS.Timeout>();
   /** Contended locks held here, by key. */
-  private readonly holds = new Map<string, LocalHold>();
-  /** Sweep stale {@link holds} when there are this many. */
-  private sweepHoldsAt = 256;
+  private readonly holds = new LocalHolds();
   /** Times the client's connection closed: see {@link resent}. */
   private connectionDrops = 0;
   private closed = false;
@@ -443,7 +412,7 @@ export class RedisLockBackend implements LockBackend {
   }
   async extend(key: string, token: string, leaseMs: number): Promise<boolean> {
     this.assertOpen();
-    const hold = this.localHold(key, token);
+    const hold = this.holds.of(key, token);
     // Passed on to another holder here: no longer this token's to extend.
     if (hold && hold.holder !== token) return false;
     const sentAt = monotonicNow();
@@ -470,7 +439,7 @@ export class RedisLockBackend implements LockBackend {
    */
   release(key: string, token: string): Promise<boolean> {
     if (this.closed) return Promise.reject(closedError());
-    const hold = this.localHold(key, token);
+    const hold = this.holds.of(key, token);
     if (hold) return this.releaseHeld(key, token, hold);
     if (this.isContended(key)) return this.runRelease(key, token);
     return this.releaseUnqueued(key, token);
@@ -721,15 +690,6 @@ export class RedisLockBackend implements LockBackend {
     this.waitOn(next);
   }
 
-  /** The contended hold of `key` that `token` has or had here, if any. */
-  private localHold(key: string, token: string): LocalHold | undefined {
-    if (this.holds.size === 0) return undefined;
-    const hold = this.holds.get(key);
-    return hold && (hold.holder === token || hold.storedAs === token)
-      ? hold
-      : undefined;
-  }
-
   /** Remembers that `token` holds `key` under contention, so that it may pass it on here. */
   private holdLocally(
     key: string,
@@ -737,22 +697,7 @@ export class RedisLockBackend implements LockBackend {
     expiresAt: number,
     streak?: PassStreak,
   ): void {
-    if (this.closed) return;
-    const now = monotonicNow();
-    this.holds.set(key, {
-      storedAs: token,
-      holder: token,
-      expiresAt,
-      passes: streak?.passes ?? 0,
-      firstPassAt: now - (streak?.sinceFirstMs ?? 0),
-      passesInMemory: 0,
-    });
-    if (this.holds.size < this.sweepHoldsAt) return;
-    // A holder whose lease ran out without a release leaves its hold behind.
-    for (const [heldKey, hold] of this.holds) {
-      if (hold.expiresAt < now - staleHoldMs) this.holds.delete(heldKey);
-    }
-    this.sweepHoldsAt = Math.max(256, this.holds.size * 2);
+    if (!this.closed) this.holds.record(key, token, expiresAt, streak);
   }
 
   /**
@@ -780,7 +725,7 @@ export class RedisLockBackend implements LockBackend {
 
   async fence(key: string, token: string): Promise<number | undefined> {
     this.assertOpen();
-    const hold = this.localHold(key, token);
+    const hold = this.holds.of(key, token);
     if (hold && hold.holder !== token) return undefined;
     const fence = await this.calls.call(
       this.scripts.lockFence(key, fenceKey(key), hold?.storedAs ?? token),
