@@ -38,4 +38,30 @@ describe('HeldKey', () => {
     held.stop();
     await backend.close();
   });
+
+  it('reads as lost at once after its deadline passed in a blocked event loop', async () => {
+    const backend = new MemoryLockBackend();
+    await backend.acquire({ key: 'k', token: 't', leaseMs: 100, waitMs: 0 });
+    const lost: LockLostReason[] = [];
+    const held = new HeldKey({
+      name: 'k',
+      scopeKey: 'service|k',
+      storeKey: 'k',
+      token: 't',
+      policy: { leaseMs: 100, watchdog: false },
+      grantedLeaseMs: 100,
+      sentAt: monotonicNow(),
+      backend,
+      onLost: (_held, reason) => lost.push(reason),
+    });
+    const blockedUntil = monotonicNow() + 150;
+    while (monotonicNow() < blockedUntil) {
+      // A long synchronous stretch: no timer can fire.
+    }
+    expect(held.lost).toBe(true);
+    expect(held.signal.aborted).toBe(true);
+    expect(lost).toEqual(['lease-expired']);
+    held.stop();
+    await backend.close();
+  });
 });

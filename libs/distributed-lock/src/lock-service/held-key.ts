@@ -121,6 +121,7 @@ export class HeldKey {
   }
 
   get signal(): AbortSignal {
+    this.lostIfPastDeadline();
     if (!this.controller) {
       this.controller = new AbortController();
       if (this.lostWith) this.controller.abort(this.lostWith);
@@ -129,7 +130,17 @@ export class HeldKey {
   }
 
   get lost(): boolean {
+    this.lostIfPastDeadline();
     return this.lostWith !== undefined;
+  }
+
+  /**
+   * The deadline passed while no timer could say so (the event loop was
+   * blocked): whoever looks is told at once, not at the next timers phase.
+   */
+  private lostIfPastDeadline(): void {
+    if (!this.lostWith && !this.stopped && monotonicNow() >= this.deadline)
+      this.markLostAtDeadline();
   }
 
   /**
@@ -283,7 +294,8 @@ export class HeldKey {
    */
   private retryRenewal(): void {
     const left = this.deadline - monotonicNow();
-    if (left > 0 && !this.lost) this.scheduleRenewal(Math.max(50, left / 3));
+    if (left > 0 && !this.lostWith)
+      this.scheduleRenewal(Math.max(50, left / 3));
   }
 
   /**
@@ -292,7 +304,7 @@ export class HeldKey {
    */
   private armDeadline(): void {
     clearTimeout(this.deadlineTimer);
-    if (this.stopped || this.lost) return;
+    if (this.stopped || this.lostWith) return;
     this.deadlineTimer = setTimeout(
       this.markLostAtDeadline,
       Math.max(0, this.deadline - monotonicNow()),
@@ -311,7 +323,7 @@ export class HeldKey {
   };
 
   private markLost(reason: LockLostReason): void {
-    if (this.lost) return;
+    if (this.lostWith) return;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.disarmDeadline();
