@@ -33,6 +33,7 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../test/support/redis-server.js';
+import { openMonitor } from '../../../test/support/redis-monitor.js';
 
 let server: RedisServerHandle;
 let redis: Redis;
@@ -84,7 +85,7 @@ async function recordClientCommands(): Promise<{
   readonly sent: string[];
   readonly stop: () => void;
 }> {
-  const monitor = await redis.monitor();
+  const monitor = await openMonitor(redis);
   const sent: string[] = [];
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     if (!source.includes('lua')) sent.push(args.join(' ').toLowerCase());

@@ -18,6 +18,7 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../test/support/redis-server.js';
+import { openMonitor } from '../../../test/support/redis-monitor.js';
 
 let server: RedisServerHandle;
 let redis: Redis;
@@ -87,7 +88,7 @@ describe('mutual exclusion', () => {
 describe('scripts', () => {
   it('takes a free lock with one SET NX PX, runs the other verbs by EVALSHA, and recovers from a flushed script cache (NOSCRIPT)', async () => {
     const locks = service();
-    const monitor = await redis.monitor();
+    const monitor = await openMonitor(redis);
     const commands: string[] = [];
     // Commands run inside scripts are reported too; keep what clients sent.
     monitor.on('monitor', (_time: string, args: string[], source: string) => {

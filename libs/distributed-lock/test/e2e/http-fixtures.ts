@@ -59,6 +59,7 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
+import { openMonitor } from '../../../../test/support/redis-monitor.js';
 
 export type HttpAdapterName = 'express' | 'fastify';
 
@@ -451,7 +452,7 @@ export class RedisMonitor {
 
   static async start(url: string): Promise<RedisMonitor> {
     const control = new Redis(url);
-    const monitor = await control.monitor();
+    const monitor = await openMonitor(control);
     return new RedisMonitor(monitor, control);
   }
 
