@@ -275,9 +275,9 @@ export class HeldKey {
   }
 
   private async renew(): Promise<void> {
+    // `lost` also tells a renewal due so late (a blocked event loop) that the
+    // deadline passed.
     if (this.stopped || this.lost) return;
-    // Due so late (a blocked event loop) that the lease may have run out.
-    if (monotonicNow() >= this.deadline) return this.markLostAtDeadline();
     this.timer = undefined;
     try {
       const owned = await this.setLease(() => this.leaseMs);

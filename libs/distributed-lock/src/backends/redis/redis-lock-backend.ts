@@ -481,9 +481,8 @@ export class RedisLockBackend implements LockBackend {
     mono: number,
   ): Promise<boolean> {
     const successor = this.oldestLocalWaiter(key, Date.now(), 'unqueued');
-    let failure: unknown;
     try {
-      return await this.runRelease(
+      const released = await this.runRelease(
         key,
         hold.storedAs,
         undefined,
@@ -493,12 +492,11 @@ export class RedisLockBackend implements LockBackend {
         },
         successor,
       );
+      if (!this.holds.has(key)) this.queueWaitersBehind(key);
+      return released;
     } catch (error) {
-      failure = error;
+      this.failWaitersBehind(key, error);
       throw error;
-    } finally {
-      if (failure !== undefined) this.failWaitersBehind(key, failure);
-      else if (!this.holds.has(key)) this.queueWaitersBehind(key);
     }
   }
 
@@ -611,11 +609,8 @@ export class RedisLockBackend implements LockBackend {
         },
         (reply) => {
           if (Number(reply) !== 1) {
-            // Lost before it was passed on: `next` still waits, and its place
-            // in Redis's queue was kept.
-            next.confirming = false;
-            if (this.holds.get(key) === hold) this.dropHold(key);
-            this.waitOn(next);
+            // Lost before it was passed on: its place in Redis's queue was kept.
+            this.passLost(key, hold, next);
             return false;
           }
           // Its entry left the queue with the pass.
@@ -633,13 +628,33 @@ export class RedisLockBackend implements LockBackend {
         },
       )
       .catch((error: unknown) => {
-        next.confirming = false;
-        if (this.holds.get(key) === hold) this.holds.delete(key);
-        this.failWaitersBehind(key, error);
-        // Queued in Redis too: it waits on there, unless its time ran out.
-        this.waitOn(next);
+        this.passFailed(key, hold, next, error);
         throw error;
       });
+  }
+
+  /** The lock was lost before it could be passed: `next` and the others here queue in Redis. */
+  private passLost(key: string, hold: LocalHold, next: Waiter): void {
+    next.confirming = false;
+    if (this.holds.get(key) === hold) this.dropHold(key);
+    this.waitOn(next);
+  }
+
+  /**
+   * Redis did not answer about a pass: the hold is forgotten and the waiters
+   * here fail with `error`; `next`, if it is queued in Redis too, waits on
+   * there unless its time ran out.
+   */
+  private passFailed(
+    key: string,
+    hold: LocalHold,
+    next: Waiter,
+    error: unknown,
+  ): void {
+    next.confirming = false;
+    if (this.holds.get(key) === hold) this.holds.delete(key);
+    this.failWaitersBehind(key, error);
+    this.waitOn(next);
   }
 
   /** `next` runs with the lock passed to it, surely held until `expiresAt` (monotonic). */
@@ -674,20 +689,16 @@ export class RedisLockBackend implements LockBackend {
     try {
       sentAt = await this.confirmLease(key, hold.storedAs, next.leaseMs);
     } catch (error) {
-      next.confirming = false;
-      if (this.holds.get(key) === hold) this.holds.delete(key);
-      this.failWaitersBehind(key, error);
+      this.passFailed(key, hold, next, error);
+      return;
+    }
+    if (sentAt === undefined) {
+      this.passLost(key, hold, next);
       return;
     }
     next.confirming = false;
-    if (sentAt !== undefined) {
-      hold.expiresAt = sentAt + next.leaseMs;
-      this.takePass(key, hold, next, sentAt + next.leaseMs);
-      return;
-    }
-    // Lost meanwhile: its waiters here, `next` among them, queue in Redis.
-    if (this.holds.get(key) === hold) this.dropHold(key);
-    this.waitOn(next);
+    hold.expiresAt = sentAt + next.leaseMs;
+    this.takePass(key, hold, next, sentAt + next.leaseMs);
   }
 
   /** Remembers that `token` holds `key` under contention, so that it may pass it on here. */
