@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { LockService } from '@app/distributed-lock';
+import { LockService, RedisLockBackend } from '@app/distributed-lock';
 import { createContext } from '../contenders/ours.js';
 import { collectGarbage } from '../gc.js';
 import { slope } from '../stats.js';
@@ -192,69 +192,20 @@ export async function runSoak(ctx: BenchContext): Promise<SoakResult> {
   };
 }
 
-/** Reads the sizes of private collections and counters; missing ones are left out. */
+/**
+ * The service's active holds (a private set) and the backend's own
+ * bookkeeping sizes (RedisLockBackend.bookkeeping: waiters, holds, timers,
+ * calls under way, connection listeners).
+ */
 function internals(locks: LockService): Record<string, number> {
   const sizes: Record<string, number> = {};
-  const read = (owner: unknown, names: string[], prefix: string) => {
-    if (typeof owner !== 'object' || owner === null) return;
-    for (const name of names) {
-      const value = (owner as Record<string, unknown>)[name];
-      if (value instanceof Map || value instanceof Set) {
-        sizes[`${prefix}${name}`] = value.size;
-      } else if (Array.isArray(value)) {
-        sizes[`${prefix}${name}`] = value.length;
-      } else if (typeof value === 'number') {
-        sizes[`${prefix}${name}`] = value;
-      } else if (
-        typeof (value as { size?: unknown } | undefined)?.size === 'number'
-      ) {
-        // A collection of the backend's own (a timed memory).
-        sizes[`${prefix}${name}`] = (value as { size: number }).size;
-      }
-    }
-  };
-  read(locks, ['active'], 'service.');
+  const active = (locks as unknown as { active?: Set<unknown> }).active;
+  if (active) sizes['service.active'] = active.size;
   const backend = (locks as unknown as { settings?: { backend?: unknown } })
     .settings?.backend;
-  read(
-    backend,
-    [
-      'waiters',
-      'waitersByKey',
-      'acquiring',
-      'earlyHandoffs',
-      'claimed',
-      'checkTimers',
-      'contended',
-      'holds',
-    ],
-    'backend.',
-  );
-  const calls = (backend as Record<string, unknown> | undefined)?.calls;
-  read(calls, ['underWay'], 'backend.calls.');
-  read(
-    (calls as Record<string, unknown> | undefined)?.deadlines,
-    ['queue'],
-    'backend.calls.deadlines.',
-  );
-  // Listeners on the backend's ioredis connections (a leak would pile up here).
-  const listener = (backend as Record<string, unknown> | undefined)?.listener;
-  const connections: Record<string, unknown> = {
-    client: (backend as Record<string, unknown> | undefined)?.client,
-    blocking: (listener as Record<string, unknown> | undefined)?.blocking,
-  };
-  for (const name of ['client', 'blocking']) {
-    const emitter = connections[name] as
-      | {
-          eventNames?: () => (string | symbol)[];
-          listenerCount?: (e: string | symbol) => number;
-        }
-      | undefined;
-    if (typeof emitter?.eventNames === 'function') {
-      sizes[`backend.${name} listeners`] = emitter
-        .eventNames()
-        .reduce((sum, e) => sum + (emitter.listenerCount?.(e) ?? 0), 0);
-    }
+  if (backend instanceof RedisLockBackend) {
+    for (const [name, size] of Object.entries(backend.bookkeeping()))
+      sizes[`backend.${name}`] = size;
   }
   return sizes;
 }

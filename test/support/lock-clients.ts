@@ -63,9 +63,9 @@ export function openLocks(
   return { locks, backend, client, close: () => locks.close() };
 }
 
-/** How many acquisitions wait in `backend` (a private count, for tests). */
+/** How many acquisitions wait in `backend`. */
 export function waitingIn(backend: RedisLockBackend): number {
-  return (backend as unknown as { waiters: Map<string, unknown> }).waiters.size;
+  return backend.bookkeeping().waiters ?? 0;
 }
 
 /** The scripts `client` has defined, by the lock's name for them (`lockRelease`, ...). */

@@ -46,6 +46,11 @@ export class CallDeadlines {
 
   constructor(private readonly limitMs: number) {}
 
+  /** How many deadlines are kept, settled ones included until swept (for leak checks). */
+  get size(): number {
+    return this.queue.length - this.head;
+  }
+
   /** Starts the clock of one call; `onExpired` runs unless it settles in time. */
   start(onExpired: () => void): CallDeadline {
     const deadline = new CallDeadline(Date.now() + this.limitMs, onExpired);

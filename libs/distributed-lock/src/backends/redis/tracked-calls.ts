@@ -17,6 +17,11 @@ export class TrackedCalls {
     this.deadlines = new CallDeadlines(timeoutMs);
   }
 
+  /** Calls and work under way, and deadlines kept (for leak checks). */
+  get sizes(): { underWay: number; deadlines: number } {
+    return { underWay: this.underWay, deadlines: this.deadlines.size };
+  }
+
   /** Counts one piece of work as under way until {@link end}. */
   begin(): void {
     this.underWay += 1;

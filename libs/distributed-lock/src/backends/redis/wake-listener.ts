@@ -50,6 +50,19 @@ export class WakeListener {
     void this.loop();
   }
 
+  /** Whether it has a blocking connection, and that connection's listeners (for leak checks). */
+  bookkeeping(): { blockingConnections: number; blockingListeners: number } {
+    const blocking = this.blocking;
+    return {
+      blockingConnections: blocking ? 1 : 0,
+      blockingListeners: blocking
+        ? blocking
+            .eventNames()
+            .reduce((sum, event) => sum + blocking.listenerCount(event), 0)
+        : 0,
+    };
+  }
+
   /** Stops listening and closes the blocking connection. */
   close(): void {
     this.closed = true;

@@ -1,0 +1,57 @@
+import type { Redis } from 'ioredis';
+
+/** Options of {@link RedisLockBackend}. */
+export interface RedisLockBackendOptions {
+  /** The connection that runs the lock scripts. */
+  readonly client: Redis;
+  /** Close `client` in {@link RedisLockBackend.close}. Default false. */
+  readonly ownsClient?: boolean;
+  /** Longest time one Redis call may take before it fails with `LockBackendError`. Default 2000 ms. */
+  readonly commandTimeoutMs?: number;
+  /**
+   * Lease given to a queued waiter when the lock is handed to it, before its
+   * own lease is applied. Bounds how long a waiter that died in the queue can
+   * hold up the others. Default 3000 ms.
+   */
+  readonly handoffLeaseMs?: number;
+  /**
+   * How many times in a row a released lock may go to a waiter in this
+   * process ahead of an older waiter elsewhere (see the module option
+   * `localHandoffs`). Default 8; 0 is strictly first come, first served.
+   */
+  readonly localHandoffs?: number;
+  /** How long from the first pass the oldest waiter may be passed over, in ms. Default 2. */
+  readonly localHandoffWindowMs?: number;
+  /** Prefix of this backend's own bookkeeping keys (the wake list). Default `'lock:'`. */
+  readonly keyPrefix?: string;
+}
+
+/** {@link RedisLockBackendOptions} with every default applied. */
+export interface RedisLockSettings {
+  readonly commandTimeoutMs: number;
+  readonly handoffLeaseMs: number;
+  readonly localHandoffs: number;
+  readonly localHandoffWindowMs: number;
+  readonly keyPrefix: string;
+}
+
+const defaults: RedisLockSettings = {
+  commandTimeoutMs: 2000,
+  handoffLeaseMs: 3000,
+  localHandoffs: 8,
+  localHandoffWindowMs: 2,
+  keyPrefix: 'lock:',
+};
+
+export function resolveRedisLockSettings(
+  options: RedisLockBackendOptions,
+): RedisLockSettings {
+  return {
+    commandTimeoutMs: options.commandTimeoutMs ?? defaults.commandTimeoutMs,
+    handoffLeaseMs: options.handoffLeaseMs ?? defaults.handoffLeaseMs,
+    localHandoffs: options.localHandoffs ?? defaults.localHandoffs,
+    localHandoffWindowMs:
+      options.localHandoffWindowMs ?? defaults.localHandoffWindowMs,
+    keyPrefix: options.keyPrefix ?? defaults.keyPrefix,
+  };
+}
