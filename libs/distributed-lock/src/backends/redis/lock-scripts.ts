@@ -8,15 +8,17 @@ function readScript(name: string): string {
   );
 }
 
-const grantNext = readScript('grant-next');
-const includeLine = '-- #include grant-next\n';
+const includeLine = /^-- #include ([a-z-]+)\n/gm;
 
-/** A script that may free a lock, with the shared hand-off functions spliced in. */
-function withGrantNext(name: string): string {
-  const lua = readScript(name);
-  if (!lua.includes(includeLine))
-    throw new Error(`${name}.lua lacks its "${includeLine.trim()}" line`);
-  return lua.replace(includeLine, () => grantNext);
+/**
+ * A script with the shared parts it names spliced in: each `-- #include
+ * <name>` line becomes scripts/<name>.lua (next-fence, the fencing-token
+ * rule; grant-next, the hand-off to the queue's next waiter).
+ */
+function withIncludes(name: string): string {
+  return readScript(name).replace(includeLine, (_line, part: string) =>
+    readScript(part),
+  );
 }
 
 /**
@@ -25,14 +27,17 @@ function withGrantNext(name: string): string {
  * NOSCRIPT (for example after Redis restarted and lost its script cache).
  */
 const scripts = {
-  lockAcquire: { numberOfKeys: 3, lua: withGrantNext('acquire') },
-  lockRelease: { numberOfKeys: 4, lua: withGrantNext('release') },
-  lockReleaseUnqueued: { numberOfKeys: 2, lua: readScript('release-unqueued') },
-  lockKick: { numberOfKeys: 3, lua: withGrantNext('kick') },
-  lockCancel: { numberOfKeys: 4, lua: withGrantNext('cancel') },
-  lockExtend: { numberOfKeys: 1, lua: readScript('extend') },
-  lockPassOn: { numberOfKeys: 3, lua: readScript('pass-on') },
-  lockFence: { numberOfKeys: 2, lua: withGrantNext('fence') },
+  lockAcquire: { numberOfKeys: 3, lua: withIncludes('acquire') },
+  lockRelease: { numberOfKeys: 4, lua: withIncludes('release') },
+  lockReleaseUnqueued: {
+    numberOfKeys: 2,
+    lua: withIncludes('release-unqueued'),
+  },
+  lockKick: { numberOfKeys: 3, lua: withIncludes('kick') },
+  lockCancel: { numberOfKeys: 4, lua: withIncludes('cancel') },
+  lockExtend: { numberOfKeys: 1, lua: withIncludes('extend') },
+  lockPassOn: { numberOfKeys: 3, lua: withIncludes('pass-on') },
+  lockFence: { numberOfKeys: 2, lua: withIncludes('fence') },
 } as const;
 
 type ScriptName = keyof typeof scripts;

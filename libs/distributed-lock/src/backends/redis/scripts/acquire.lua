@@ -9,23 +9,18 @@
 local lock_key, fence_key, queue_key = KEYS[1], KEYS[2], KEYS[3]
 local token, lease = ARGV[1], ARGV[2]
 
--- Fast path: the lock is free and nobody queues for it. A counter below 1e12
--- was not seeded yet (see next_fence) and takes the long way.
+-- #include next-fence
+
+-- Fast path: the lock is free and nobody queues for it.
 local taken = redis.call('set', lock_key, token, 'px', lease, 'nx')
 local queued = taken and redis.call('exists', queue_key) == 1
 if taken and not queued then
-  local fence = redis.call('incr', fence_key)
-  if fence >= 1e12 then
-    return fence
-  end
+  return next_fence(fence_key)
 end
 
 -- #include grant-next
 
 if taken then
-  if not queued then
-    return seed_fence(fence_key)
-  end
   -- The lock was free because its holder expired while others queued: they
   -- come first. Taking it back cannot be seen by anyone, the script is atomic.
   redis.call('del', lock_key)

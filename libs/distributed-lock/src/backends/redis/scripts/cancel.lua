@@ -3,6 +3,7 @@
 -- A waiter gives up. If the lock was handed to it meanwhile, it keeps it:
 -- returns {1, fence, pttl}. Otherwise it leaves the queue: returns {0, pttl}.
 -- Running twice changes nothing more than running once.
+-- #include next-fence
 -- #include grant-next
 
 if redis.call('get', KEYS[1]) == ARGV[1] then

@@ -4,19 +4,13 @@
 -- owns the lock. Tokens are issued only here and when a lock is granted from
 -- the queue, and always in the same atomic step as the check that the
 -- receiver holds the lock. Holds of one key never overlap in Redis's view,
--- and the counter only rises, so the tokens of an earlier holder are all
+-- and tokens only rise (see next-fence), so the tokens of an earlier holder are all
 -- below those of any later one, however late a holder asks for its token:
 -- a holder whose lease ran out gets none.
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return false
 end
--- A seeded counter (see next_fence) just counts: answered before the shared
--- functions are defined, as acquire.lua's fast path is.
-local fence = redis.call('incr', KEYS[2])
-if fence >= 1e12 then
-  return fence
-end
 
--- #include grant-next
+-- #include next-fence
 
-return seed_fence(KEYS[2])
+return next_fence(KEYS[2])

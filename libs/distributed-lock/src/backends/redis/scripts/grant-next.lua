@@ -9,61 +9,10 @@
 -- A hand-off message pushed to the waiter's wake list is "<token>|<fence>|<lock key>".
 --
 -- Needs Redis >= 5, where scripts replicate their effects, so reading the
--- clock (TIME) may come after writes.
-
--- The server clock, read at most once per run and only when needed: the
--- uncontended paths never look at it.
-local clock_us_cached
-local function clock_us()
-  if not clock_us_cached then
-    local clock = redis.call('time')
-    clock_us_cached = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-  end
-  return clock_us_cached
-end
+-- clock (TIME) may come after writes. Builds on next-fence, spliced in before.
 
 local function now_ms()
   return math.floor(clock_us() / 1000)
-end
-
--- Lua would print a number this large as 1.7e+15.
-local function fence_text(fence)
-  return string.format('%.0f', fence)
-end
-
--- An idle lock's fencing counter may vanish this long after it was seeded.
-local fence_retention_ms = 86400000
-
--- The next fencing token. Counting alone would start again at 1 whenever the
--- counter is gone (Redis restarted without persistence, a failover to a
--- replica that lagged, the counter expired), handing out tokens below ones a
--- protected resource has already seen. So a missing counter is seeded from
--- the server clock in microseconds and counts up by one from there. Every
--- token is then at most the time it was issued at: seeded at t0 and counted
--- n times by time t, it is t0 + n <= t, because a key sees far fewer than one
--- grant per microsecond. A new seed (the time now) therefore exceeds every
--- earlier token, as long as the server clock does not run backwards.
--- INCR keeps the counter's expiry, so a busy counter is re-seeded once a day,
--- which by the same argument is harmless.
--- Tokens stay below 2^53, exact in a Lua and a JavaScript number, until the
--- year 2255; returned in a reply they arrive as exact integers.
--- A counter below `seeded_min` was created by INCR, not seeded: any clock seed
--- is far above it. Scripts' fast paths test the same literal.
-local seeded_min = 1e12
-
--- Seeds the counter from the clock; returns the token it stands for.
-local function seed_fence(fence_key)
-  local fence = clock_us()
-  redis.call('set', fence_key, fence_text(fence), 'px', fence_retention_ms)
-  return fence
-end
-
-local function next_fence(fence_key)
-  local fence = redis.call('incr', fence_key)
-  if fence < seeded_min then
-    return seed_fence(fence_key)
-  end
-  return fence
 end
 
 -- A queue entry's parts, or nil for an entry that is malformed or whose wait

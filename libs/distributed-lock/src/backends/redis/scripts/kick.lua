@@ -9,6 +9,7 @@
 -- Returns {remaining lease in ms (-2 when free), fence, one letter per entry}:
 -- a holder among the entries gets a fencing token of its own, newly issued,
 -- since the counter may hold the previous holder's (0 when none holds).
+-- #include next-fence
 -- #include grant-next
 
 if redis.call('exists', KEYS[1]) == 0 then

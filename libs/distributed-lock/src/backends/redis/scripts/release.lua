@@ -32,6 +32,7 @@ if not head and ARGV[8] == '' then
   return 1
 end
 
+-- #include next-fence
 -- #include grant-next
 
 -- Lock cohorting: a waiter in the releasing process takes the lock ahead of
