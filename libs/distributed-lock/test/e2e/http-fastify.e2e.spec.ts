@@ -1,3 +1,3 @@
-import { defineHttpLockSuite } from './http-fixtures.js';
+import { defineHttpLockSuite } from './suites/index.js';
 
 defineHttpLockSuite('fastify');

@@ -1,0 +1,349 @@
+/**
+ * Local hand-offs (lock cohorting): a release passing the lock to a waiter
+ * of its own process, in memory, within localHandoffs and its window.
+ */
+import { LockNotAcquiredError, type LockHandle } from '@app/distributed-lock';
+import { expectNothingLeft } from '../../../../test/support/backend-internals.js';
+import {
+  waitingIn,
+  type OpenedLocks,
+} from '../../../../test/support/lock-clients.js';
+import {
+  eventually,
+  settledFlag,
+  sleep,
+} from '../../../../test/support/lock-fixtures.js';
+import { useAdversarialFixture } from './helpers.js';
+
+const fixture = useAdversarialFixture();
+const { open, queueLength, expectOnlyFenceLeft, recordClientCommands } =
+  fixture;
+
+/**
+ * The holder's process queues three waiters behind one of another process;
+ * each waiter records when it got the lock and releases after `holdMs`.
+ */
+async function handOffOrder(
+  localHandoffs: number,
+  localHandoffWindowMs: number,
+  holdMs = 0,
+): Promise<string[]> {
+  const here = open({ localHandoffs, localHandoffWindowMs });
+  const there = open({ localHandoffs, localHandoffWindowMs });
+  const key = `cohort-${localHandoffs}-${localHandoffWindowMs}`;
+  const holder = await here.locks.acquire(key);
+  const order: string[] = [];
+  const queued = async (
+    name: string,
+    from: OpenedLocks,
+    position: number,
+  ): Promise<{ done: Promise<void> }> => {
+    const done = from.locks.using(
+      key,
+      async () => {
+        order.push(name);
+        await sleep(holdMs);
+      },
+      { waitTime: 5_000 },
+    );
+    await eventually(async () => (await queueLength(key)) === position);
+    // Wrapped: an async function returning the promise would wait for it.
+    return { done };
+  };
+  const waits = [
+    await queued('remote', there, 1),
+    await queued('local-1', here, 2),
+    await queued('local-2', here, 3),
+    await queued('local-3', here, 4),
+  ];
+  await holder.release();
+  await Promise.all(waits.map((wait) => wait.done));
+  await expectOnlyFenceLeft(key);
+  return order;
+}
+
+/**
+ * `here` holds `name` under contention (handed over from the queue, with
+ * `holderLease` when given) while `count` more of its callers wait for it.
+ * They wait in memory, not in Redis's queue: the lock is passed on here.
+ */
+async function heldWithLocalWaiters(
+  here: OpenedLocks,
+  name: string,
+  count: number,
+  options: { leaseTime?: number; holderLease?: number } = {},
+): Promise<{ holder: LockHandle; waiting: Promise<LockHandle>[] }> {
+  const first = await here.locks.acquire(name);
+  const second = here.locks.acquire(name, {
+    waitTime: 5_000,
+    leaseTime: options.holderLease,
+  });
+  await eventually(async () => (await queueLength(name)) === 1);
+  await first.release();
+  const holder = await second;
+  const waiting: Promise<LockHandle>[] = [];
+  for (let i = 1; i <= count; i += 1) {
+    waiting.push(
+      here.locks.acquire(name, {
+        waitTime: 5_000,
+        leaseTime: options.leaseTime,
+      }),
+    );
+    await eventually(() => waitingIn(here.backend) === i);
+  }
+  return { holder, waiting };
+}
+
+describe('local hand-offs (lock cohorting)', () => {
+  // Waiters in the releasing process may pass the oldest waiter (in another
+  // process) at most localHandoffs times in a row; 0 is first come, first served.
+  // A wide window here, so that only the count decides.
+  it.each([
+    [0, ['remote', 'local-1', 'local-2', 'local-3']],
+    [1, ['local-1', 'remote', 'local-2', 'local-3']],
+    [2, ['local-1', 'local-2', 'remote', 'local-3']],
+  ] as const)(
+    'with localHandoffs %i, serves %j',
+    async (localHandoffs, expected) => {
+      expect(await handOffOrder(localHandoffs, 60_000)).toEqual(expected);
+    },
+  );
+
+  it('passes the oldest waiter only within the window from the first pass', async () => {
+    // Each hold outlasts the window: one pass, then the oldest waiter's turn.
+    expect(await handOffOrder(8, 50, 120)).toEqual([
+      'local-1',
+      'remote',
+      'local-2',
+      'local-3',
+    ]);
+  });
+
+  it('keeps an expiry on a queue that a pass emptied and refilled', async () => {
+    const here = open();
+    const there = open();
+    const holder = await here.locks.acquire('cohort-ttl');
+    const remote = there.locks.acquire('cohort-ttl', { waitTime: 4_000 });
+    await eventually(async () => (await queueLength('cohort-ttl')) === 1);
+    const local = here.locks.acquire('cohort-ttl', { waitTime: 4_000 });
+    await eventually(async () => (await queueLength('cohort-ttl')) === 2);
+    await holder.release();
+    // The local waiter passed the remote one: the queue was emptied by taking
+    // it out and made anew by putting the remote entry back.
+    const passed = await local;
+    expect(await queueLength('cohort-ttl')).toBe(1);
+    const ttl = await fixture.redis.pttl('lock:{cohort-ttl}:queue');
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(4_000 + 1_000);
+    expect(
+      await fixture.redis.pttl('lock:{cohort-ttl}:bypass'),
+    ).toBeGreaterThan(0);
+    await passed.release();
+    await (await remote).release();
+    await expectOnlyFenceLeft('cohort-ttl');
+  });
+
+  it('is strictly first come, first served with a zero window', async () => {
+    expect(await handOffOrder(8, 0)).toEqual([
+      'remote',
+      'local-1',
+      'local-2',
+      'local-3',
+    ]);
+  });
+
+  it('passes a held lock to a waiter of the same process in memory, which then holds it fully', async () => {
+    const here = open();
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'in-memory',
+      1,
+    );
+    const holderFence = await holder.fence();
+    const { sent, stop } = await recordClientCommands();
+    await sleep(50);
+    const passedAt = performance.now();
+    const released = holder.release();
+    const next = await waiting[0];
+    // Handed over before Redis heard of it: the release answers afterwards.
+    expect(settledFlag(released)()).toBe(false);
+    expect(performance.now() - passedAt).toBeLessThan(100);
+    expect(await released).toBe(true);
+    stop();
+    // Nothing was pushed to a wake list: the waiter was served in memory.
+    expect(sent.filter((c) => c.startsWith('rpush'))).toEqual([]);
+    // Stored under the token it was handed to in Redis; its entry left the queue.
+    expect(await fixture.redis.get('lock:{in-memory}')).toBe(holder.token);
+    expect(await queueLength('in-memory')).toBe(0);
+    // The new holder extends, fences and releases it as its own; the old one
+    // can do none of that any more.
+    expect(await next.extend(20_000)).toBe(true);
+    expect(await fixture.redis.pttl('lock:{in-memory}')).toBeGreaterThan(
+      15_000,
+    );
+    expect(await next.fence()).toBeGreaterThan(holderFence);
+    expect(
+      await here.backend.extend('lock:{in-memory}', holder.token, 1_000),
+    ).toBe(false);
+    expect(
+      await here.backend.fence('lock:{in-memory}', holder.token),
+    ).toBeUndefined();
+    expect(await here.backend.release('lock:{in-memory}', holder.token)).toBe(
+      false,
+    );
+    expect(await next.release()).toBe(true);
+    await expectOnlyFenceLeft('in-memory');
+    expectNothingLeft(here.backend);
+  });
+
+  it('sets the lease the new holder asked for when it passes the lock in memory', async () => {
+    const here = open();
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'pass-lease',
+      1,
+      {
+        leaseTime: 400,
+      },
+    );
+    expect(await fixture.redis.pttl('lock:{pass-lease}')).toBeGreaterThan(
+      1_000,
+    );
+    await holder.release();
+    const next = await waiting[0];
+    expect(await fixture.redis.pttl('lock:{pass-lease}')).toBeLessThanOrEqual(
+      400,
+    );
+    // An explicit lease is not renewed: it ends, and the holder is told.
+    await eventually(() => next.lost, 2_000);
+    await eventually(
+      async () => (await fixture.redis.exists('lock:{pass-lease}')) === 0,
+      500,
+    );
+    expect(await next.release()).toBe(false);
+    expectNothingLeft(here.backend);
+  });
+
+  it('a caller finding the lock held here waits in memory; if the lock goes elsewhere, it queues in Redis', async () => {
+    const here = open({ localHandoffs: 1, localHandoffWindowMs: 60_000 });
+    const there = open({ localHandoffs: 1, localHandoffWindowMs: 60_000 });
+    const { holder, waiting } = await heldWithLocalWaiters(here, 'behind', 1);
+    expect(await queueLength('behind')).toBe(0);
+    const order: string[] = [];
+    const remote = there.locks.using('behind', () => order.push('remote'));
+    await eventually(async () => (await queueLength('behind')) === 1);
+    await holder.release();
+    // The one pass allowed: the waiter here goes ahead of the remote one.
+    const first = await waiting[0];
+    order.push('here-1');
+    const second = here.locks.using('behind', () => order.push('here-2'));
+    await eventually(() => waitingIn(here.backend) === 1);
+    expect(await queueLength('behind')).toBe(1);
+    // No more passes: the lock goes to the remote waiter, and the one waiting
+    // here joins the queue behind it.
+    await first.release();
+    await Promise.all([remote, second]);
+    expect(order).toEqual(['here-1', 'remote', 'here-2']);
+    await expectOnlyFenceLeft('behind');
+    expectNothingLeft(here.backend);
+    expectNothingLeft(there.backend);
+  });
+
+  it('when no more passes are allowed and nobody queues in Redis, the release itself serves a caller waiting here', async () => {
+    const here = open({ localHandoffs: 1, localHandoffWindowMs: 60_000 });
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'successor',
+      2,
+    );
+    await holder.release();
+    // The one pass allowed, in memory.
+    const first = await waiting[0];
+    const { sent, stop } = await recordClientCommands();
+    await sleep(50);
+    await first.release();
+    const second = await waiting[1];
+    await sleep(50);
+    stop();
+    // One script call: the release, which granted the lock to the waiter
+    // here, rather than a release and then an acquisition of its own.
+    expect(
+      sent
+        .filter((command) => command.startsWith('eval'))
+        .map((command) => command.split(' ')[0]),
+    ).toEqual(['evalsha']);
+    expect(await fixture.redis.get('lock:{successor}')).toBe(second.token);
+    expect(await second.release()).toBe(true);
+    await expectOnlyFenceLeft('successor');
+    expectNothingLeft(here.backend);
+  });
+
+  it('a caller waiting in memory gives up in time, and leaves nothing behind', async () => {
+    const here = open();
+    const { holder } = await heldWithLocalWaiters(here, 'behind-timeout', 0);
+    const started = performance.now();
+    const attempt = here.locks
+      .acquire('behind-timeout', { waitTime: 200 })
+      .catch((error: unknown) => error);
+    await eventually(() => waitingIn(here.backend) === 1);
+    expect(await queueLength('behind-timeout')).toBe(0);
+    expect(await attempt).toBeInstanceOf(LockNotAcquiredError);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    const controller = new AbortController();
+    const aborted = here.locks
+      .acquire('behind-timeout', { waitTime: 5_000, signal: controller.signal })
+      .catch((error: unknown) => error);
+    await eventually(() => waitingIn(here.backend) === 1);
+    controller.abort();
+    expect(await aborted).toBeInstanceOf(LockNotAcquiredError);
+    expect(await holder.release()).toBe(true);
+    await expectOnlyFenceLeft('behind-timeout');
+    expectNothingLeft(here.backend);
+  });
+
+  it('a caller waiting in memory behind a lease that ends unreleased gets the lock soon after', async () => {
+    const here = open();
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'behind-expiry',
+      1,
+      { holderLease: 300 },
+    );
+    const next = await waiting[0];
+    expect(holder.lost).toBe(true);
+    expect(await fixture.redis.get('lock:{behind-expiry}')).toBe(next.token);
+    expect(await next.release()).toBe(true);
+    expect(await holder.release()).toBe(false);
+    expectNothingLeft(here.backend);
+  });
+
+  it('counts passes in memory toward localHandoffs: a remote waiter is served after them', async () => {
+    const here = open({ localHandoffs: 2, localHandoffWindowMs: 60_000 });
+    const there = open({ localHandoffs: 2, localHandoffWindowMs: 60_000 });
+    // A third process's: its release serves the queue's head.
+    const blocker = await open().locks.acquire('mixed');
+    const order: string[] = [];
+    const track = (name: string, from: OpenedLocks) =>
+      from.locks.using('mixed', async () => {
+        order.push(name);
+      });
+    // here's first waiter comes before the remote one; then three more of here's.
+    const waits = [track('here-1', here)];
+    await eventually(async () => (await queueLength('mixed')) === 1);
+    waits.push(track('remote', there));
+    await eventually(async () => (await queueLength('mixed')) === 2);
+    for (const name of ['here-2', 'here-3', 'here-4']) {
+      waits.push(track(name, here));
+      await eventually(
+        async () => (await queueLength('mixed')) === waits.length,
+      );
+    }
+    await blocker.release();
+    await Promise.all(waits);
+    // here-1 is the head's turn; here-2 and here-3 pass the remote waiter (in
+    // memory), which is then served before here-4.
+    expect(order).toEqual(['here-1', 'here-2', 'here-3', 'remote', 'here-4']);
+    expectNothingLeft(here.backend);
+    expectNothingLeft(there.backend);
+  });
+});
