@@ -5,7 +5,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type ClusterNode } from 'ioredis';
 import type { LockBackend } from '../backends/lock-backend.js';
 import { warnIfLocksCanBeEvicted } from '../backends/redis/eviction-policy-check.js';
 import { RedisLockBackend } from '../backends/redis/redis-lock-backend.js';
@@ -51,7 +51,7 @@ export class DistributedLockModule extends ConfigurableModuleClass {}
 
 /** The Redis connection of a backend the module built, checked at startup. */
 interface ModuleRedis {
-  readonly client: Redis;
+  readonly client: Redis | Cluster;
   readonly commandTimeout: number;
 }
 
@@ -113,8 +113,8 @@ function createLockService(options: DistributedLockModuleOptions): LockService {
 function createRedisBackend(
   options: DistributedLockModuleOptions,
   resolved: ResolvedLockOptions,
-): { backend: LockBackend; client: Redis } {
-  const { redis } = options;
+): { backend: LockBackend; client: Redis | Cluster } {
+  const { redis, cluster } = options;
   const backendOptions = {
     commandTimeoutMs: resolved.commandTimeout,
     handoffLeaseMs: resolved.handoffLeaseTime,
@@ -122,25 +122,32 @@ function createRedisBackend(
     localHandoffWindowMs: resolved.localHandoffWindow,
     keyPrefix: resolved.keyPrefix,
   };
-  if (isRedisClient(redis)) {
+  const given = cluster instanceof Cluster ? cluster : redis;
+  if (isRedisClient(given)) {
     const backend = new RedisLockBackend({
-      client: redis,
+      client: given,
       ownsClient: false,
       ...backendOptions,
     });
-    return { backend, client: redis };
+    return { backend, client: given };
   }
+  const settings = redis as Exclude<typeof redis, Redis>;
   const connection = {
     // Fail a command quickly when Redis is away instead of retrying it for long;
     // every lock call is also bounded by `commandTimeout`.
     maxRetriesPerRequest: 1,
     connectTimeout: resolved.commandTimeout,
   };
-  let client: Redis;
-  if (redis === undefined || typeof redis === 'string') {
-    client = new Redis(redis ?? lockOptionDefaults.redisUrl, connection);
+  let client: Redis | Cluster;
+  if (cluster) {
+    client = new Cluster([...(cluster as readonly ClusterNode[])], {
+      ...options.clusterOptions,
+      redisOptions: { ...connection, ...options.clusterOptions?.redisOptions },
+    });
+  } else if (settings === undefined || typeof settings === 'string') {
+    client = new Redis(settings ?? lockOptionDefaults.redisUrl, connection);
   } else {
-    const { url, ...rest } = redis;
+    const { url, ...rest } = settings;
     client = url
       ? new Redis(url, { ...connection, ...rest })
       : new Redis({ ...connection, ...rest });
@@ -163,7 +170,7 @@ function createRedisBackend(
   return { backend, client };
 }
 
-function isRedisClient(value: unknown): value is Redis {
+function isRedisClient(value: unknown): value is Redis | Cluster {
   return (
     typeof value === 'object' &&
     value !== null &&

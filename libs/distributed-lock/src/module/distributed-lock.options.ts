@@ -1,5 +1,11 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { Redis, RedisOptions } from 'ioredis';
+import type {
+  Cluster,
+  ClusterNode,
+  ClusterOptions,
+  Redis,
+  RedisOptions,
+} from 'ioredis';
 import type { LockBackend } from '../backends/lock-backend.js';
 import type { LockError } from '../errors/lock-errors.js';
 
@@ -24,6 +30,15 @@ export interface DistributedLockModuleOptions {
    * module opens and closes on shutdown. Default `redis://127.0.0.1:6379`.
    */
   readonly redis?: Redis | string | (RedisOptions & { readonly url?: string });
+  /**
+   * Keep locks on a Redis Cluster instead: its startup nodes (the module
+   * opens the connection and closes it on shutdown), or an ioredis `Cluster`
+   * (used as is, never closed by the module). Every lock's keys share one
+   * slot; multi-key locks may span slots. Default: unset.
+   */
+  readonly cluster?: Cluster | readonly ClusterNode[];
+  /** ioredis options for a Cluster connection the module opens from `cluster` nodes. Default: none. */
+  readonly clusterOptions?: ClusterOptions;
   /**
    * A lock store to use instead of `redis`, e.g. `new MemoryLockBackend()` in
    * unit tests. The module closes it on shutdown.
@@ -190,6 +205,19 @@ export function resolveLockOptions(
     throw new RangeError(
       `DistributedLockModule: leaseTime must be a positive number, got ${resolved.leaseTime}`,
     );
+  }
+  if (options.cluster !== undefined) {
+    const other = options.backend ? 'backend' : options.redis ? 'redis' : '';
+    if (other) {
+      throw new RangeError(
+        `DistributedLockModule: set either cluster or ${other}, not both`,
+      );
+    }
+    if (Array.isArray(options.cluster) && options.cluster.length === 0) {
+      throw new RangeError(
+        'DistributedLockModule: cluster needs at least one startup node',
+      );
+    }
   }
   if (/[{}]/.test(resolved.keyPrefix)) {
     throw new RangeError(

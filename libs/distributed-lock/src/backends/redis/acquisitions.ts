@@ -155,6 +155,7 @@ export class Acquisitions {
       ? 0
       : Math.max(0, deadline - Date.now());
 
+    if (waitMs > 0) await this.c.wakeupsFor(key);
     waiters.acquiring.add(id);
     const sentAt = monotonicNow();
     let reply: AcquireReply;

@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** Where {@link warnIfLocksCanBeEvicted} reports; a Nest `Logger` fits. */
 export type EvictionCheckLogger = Pick<Logger, 'warn' | 'debug'>;
@@ -18,10 +18,10 @@ export interface EvictionCheckOptions {
 const defaultTimeoutMs = 2000;
 
 /** Clients checked, or being checked, so each is checked once. */
-const checkedClients = new WeakSet<Redis>();
+const checkedClients = new WeakSet<Redis | Cluster>();
 
 /**
- * Warns once per client when the Redis server's `maxmemory-policy` lets it
+ * Warns once per client when the Redis server's (or any Cluster master's) `maxmemory-policy` lets it
  * evict lock keys, which would let another process acquire a lock whose
  * holder still runs. `noeviction` is the only policy that never does.
  *
@@ -36,7 +36,7 @@ const checkedClients = new WeakSet<Redis>();
  *   tests: callers need not wait for it.
  */
 export function warnIfLocksCanBeEvicted(
-  client: Redis,
+  client: Redis | Cluster,
   logger: EvictionCheckLogger,
   options: EvictionCheckOptions = {},
 ): Promise<void> {
@@ -64,14 +64,14 @@ export function warnIfLocksCanBeEvicted(
 }
 
 async function check(
-  client: Redis,
+  client: Redis | Cluster,
   logger: EvictionCheckLogger,
   timeoutMs: number,
   signal: AbortSignal | undefined,
 ): Promise<void> {
   let policy: string;
   try {
-    policy = await withTimeout(readPolicy(client), timeoutMs);
+    policy = await withTimeout(readClusterPolicy(client), timeoutMs);
   } catch (error) {
     if (!signal?.aborted) {
       logger.debug(
@@ -101,6 +101,15 @@ async function check(
  */
 function evictsLockKeys(policy: string): boolean {
   return policy !== 'noeviction';
+}
+
+/** The policy of a server; of a Cluster, the first master's that evicts, if any does. */
+async function readClusterPolicy(client: Redis | Cluster): Promise<string> {
+  if (!client.isCluster) return readPolicy(client as Redis);
+  const policies = await Promise.all(
+    (client as Cluster).nodes('master').map(readPolicy),
+  );
+  return policies.find(evictsLockKeys) ?? 'noeviction';
 }
 
 async function readPolicy(client: Redis): Promise<string> {

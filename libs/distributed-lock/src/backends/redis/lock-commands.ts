@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { PassStreak } from './local-holds.js';
 import { bypassKey, fenceKey, queueKey } from './lock-keys.js';
 import { defineLockScripts, type LockScriptCommands } from './lock-scripts.js';
@@ -18,7 +18,7 @@ export class LockCommands {
    *   wake list, as scripts see it.
    */
   constructor(
-    client: Redis,
+    client: Redis | Cluster,
     private readonly settings: RedisLockSettings,
     private readonly wakeTarget: string,
   ) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { Acquisitions } from './acquisitions.js';
 import { Grants } from './grants.js';
 import { LocalHolds } from './local-holds.js';
@@ -12,6 +12,7 @@ import { TrackedCalls } from './tracked-calls.js';
 import { WaiterRegistry } from './waiter-registry.js';
 import type { Waiter } from './waiter.js';
 import { Waiting } from './waiting.js';
+import { ShardWakeListener } from './shard-wake-listener.js';
 import { WakeListener } from './wake-listener.js';
 
 function listenerCount(emitter: {
@@ -37,8 +38,11 @@ export class LockContext {
   /** Every Redis call, bounded, and the work under way that close() waits for. */
   readonly calls: TrackedCalls;
   readonly commands: LockCommands;
-  /** Pops the hand-offs pushed to this process. */
-  readonly listener: WakeListener;
+  /**
+   * Hears the hand-offs meant for this process: pops its wake list, or on
+   * Redis Cluster listens on the wake channels of the keys it waits for.
+   */
+  readonly listener: WakeListener | ShardWakeListener;
   readonly waiters: WaiterRegistry;
   /** Contended locks held here, by key. */
   readonly holds = new LocalHolds();
@@ -55,7 +59,7 @@ export class LockContext {
   closed = false;
 
   constructor(
-    readonly client: Redis,
+    readonly client: Redis | Cluster,
     readonly settings: RedisLockSettings,
   ) {
     this.acquisitions = new Acquisitions(this);
@@ -65,15 +69,22 @@ export class LockContext {
     this.passes = new LocalPasses(this);
     this.checks = new QueueChecks(this);
     this.calls = new TrackedCalls(settings.commandTimeoutMs);
-    this.waiters = new WaiterRegistry((key) => this.checks.stop(key));
-    this.listener = new WakeListener({
-      client,
-      keyPrefix: settings.keyPrefix,
-      commandTimeoutMs: settings.commandTimeoutMs,
-      needed: () => this.waiters.size > 0 || this.waiters.acquiring.size > 0,
-      onHandoff: (token, fencingToken, key) =>
-        this.grants.deliver(token, fencingToken, key),
+    this.waiters = new WaiterRegistry((key) => {
+      this.checks.stop(key);
+      this.listener.idle(key);
     });
+    const onHandoff = (token: string, fencingToken: number, key: string) =>
+      this.grants.deliver(token, fencingToken, key);
+    this.listener = client.isCluster
+      ? new ShardWakeListener({ client: client as Cluster, onHandoff })
+      : new WakeListener({
+          client: client as Redis,
+          keyPrefix: settings.keyPrefix,
+          commandTimeoutMs: settings.commandTimeoutMs,
+          needed: () =>
+            this.waiters.size > 0 || this.waiters.acquiring.size > 0,
+          onHandoff,
+        });
     this.commands = new LockCommands(
       client,
       settings,
@@ -101,6 +112,15 @@ export class LockContext {
       clientListeners: listenerCount(this.client),
       ...this.listener.bookkeeping(),
     };
+  }
+
+  /**
+   * Resolves once a hand-off of `key` to this process would be heard (on
+   * Redis Cluster, its wake channel is subscribed); at once when it would.
+   */
+  async wakeupsFor(key: string): Promise<void> {
+    const ready = this.listener.prepare(key);
+    if (ready) await this.calls.call(ready, 'subscribe');
   }
 
   /** The lease a lock handed to `waiter` gets, until the waiter sets its own. */

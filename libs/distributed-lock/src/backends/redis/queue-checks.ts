@@ -71,6 +71,7 @@ export class QueueChecks {
       return;
     const remaining = waiter.deadline - Date.now();
     if (remaining <= 0) return;
+    await this.c.wakeupsFor(key);
     waiters.acquiring.add(waiter.id);
     const sentAt = monotonicNow();
     try {

@@ -1,9 +1,12 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** Options of {@link RedisLockBackend}. */
 export interface RedisLockBackendOptions {
-  /** The connection that runs the lock scripts. */
-  readonly client: Redis;
+  /**
+   * The connection that runs the lock scripts: one Redis server (standalone
+   * or behind Sentinel), or a Redis Cluster.
+   */
+  readonly client: Redis | Cluster;
   /** Close `client` in {@link RedisLockBackend.close}. Default false. */
   readonly ownsClient?: boolean;
   /** Longest time one Redis call may take before it fails with `LockBackendError`. Default 2000 ms. */

@@ -6,6 +6,13 @@ import type { AcquireReply } from './lock-replies.js';
 import type { Waiter } from './waiter.js';
 
 /**
+ * Events after which ioredis may re-send commands that were in flight: a
+ * connection closed; on Cluster, also a node's connection failing or the
+ * node leaving (its commands go to whichever node serves the slot now).
+ */
+const dropEvents = ['close', 'node error', '-node'] as const;
+
+/**
  * Freeing a lock through Redis, which hands it to the next waiter in the same
  * script, and giving back locks nobody here wants any more.
  */
@@ -14,7 +21,8 @@ export class Releases {
   private connectionDrops = 0;
 
   constructor(private readonly c: LockContext) {
-    c.client.on('close', this.countConnectionDrop);
+    for (const event of dropEvents)
+      c.client.on(event, this.countConnectionDrop);
   }
 
   /**
@@ -102,7 +110,8 @@ export class Releases {
 
   /** Stops counting connection drops (the backend is closing). */
   close(): void {
-    this.c.client.off('close', this.countConnectionDrop);
+    for (const event of dropEvents)
+      this.c.client.off(event, this.countConnectionDrop);
   }
 
   /**

@@ -43,6 +43,14 @@ export class WakeListener {
     this.scriptName = this.clientKeyPrefix + this.name;
   }
 
+  /** Every wake-up comes to the one list: nothing to prepare per key. */
+  prepare(_key: string): undefined {
+    return undefined;
+  }
+
+  /** Nothing is kept per key. */
+  idle(_key: string): void {}
+
   /** Blocks on the wake list while it is needed. One loop at a time. */
   listen(): void {
     if (this.listening || this.closed) return;

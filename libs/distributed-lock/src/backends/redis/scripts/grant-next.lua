@@ -6,7 +6,9 @@
 -- time per call, measured with SLOWLOG on Redis 7).
 --
 -- Queue entries are "<deadline ms>|<grant lease ms>|<token>|<wake list key>".
--- A hand-off message pushed to the waiter's wake list is "<token>|<fence>|<lock key>".
+-- A hand-off message pushed to the waiter's wake list is "<token>|<fence>|<lock key>";
+-- on Cluster the wake list is "#<process id>", and the message is published
+-- on the lock's shard channel as "#<process id>|<token>|<fence>|<lock key>".
 --
 -- Needs Redis >= 5, where scripts replicate their effects, so reading the
 -- clock (TIME) may come after writes. Builds on next-fence, spliced in before.
@@ -34,6 +36,13 @@ local function grant_entry(lock_key, fence_key, local_list, lease, token, wake_l
   redis.call('set', lock_key, token, 'px', lease)
   if wake_list == local_list then
     return token .. '|' .. fence
+  end
+  if string.byte(wake_list, 1) == 35 then
+    -- '#': a process on Redis Cluster, woken on the lock's own shard channel
+    -- (in the lock's slot, which is all a script there may touch). Every
+    -- process waiting for this key hears it; the id says whose it is.
+    redis.call('spublish', lock_key .. ':wake', wake_list .. '|' .. token .. '|' .. fence .. '|' .. lock_key)
+    return true
   end
   redis.call('rpush', wake_list, token .. '|' .. fence .. '|' .. lock_key)
   -- A wake list whose process vanished must not live forever.
