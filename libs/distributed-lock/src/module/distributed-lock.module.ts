@@ -121,6 +121,7 @@ function createRedisBackend(
     localHandoffs: resolved.localHandoffs,
     localHandoffWindowMs: resolved.localHandoffWindow,
     keyPrefix: resolved.keyPrefix,
+    replicaAcks: options.replicaAcks,
   };
   const given = cluster instanceof Cluster ? cluster : redis;
   if (isRedisClient(given)) {

@@ -40,6 +40,17 @@ export interface DistributedLockModuleOptions {
   /** ioredis options for a Cluster connection the module opens from `cluster` nodes. Default: none. */
   readonly clusterOptions?: ClusterOptions;
   /**
+   * Grant a lock only once this many replicas confirmed it (Redis `WAIT`)
+   * within `timeoutMs` (default 1000 ms); otherwise it is released and the
+   * acquisition fails with `LockBackendError` (503). Narrows the window in
+   * which a failover loses a granted lock; does not close it. One Redis with
+   * replicas (standalone or Sentinel) only. Default: unset.
+   */
+  readonly replicaAcks?: {
+    readonly replicas: number;
+    readonly timeoutMs?: number;
+  };
+  /**
    * A lock store to use instead of `redis`, e.g. `new MemoryLockBackend()` in
    * unit tests. The module closes it on shutdown.
    */

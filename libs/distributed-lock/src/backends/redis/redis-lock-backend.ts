@@ -11,6 +11,7 @@ import {
   resolveRedisLockSettings,
   type RedisLockBackendOptions,
 } from './redis-lock-options.js';
+import { ReplicaAckCheck } from './replica-acks.js';
 import { withDeadline } from './tracked-calls.js';
 
 export type { RedisLockBackendOptions } from './redis-lock-options.js';
@@ -45,6 +46,7 @@ export type { RedisLockBackendOptions } from './redis-lock-options.js';
 export class RedisLockBackend implements LockBackend {
   private readonly context: LockContext;
   private readonly ownsClient: boolean;
+  private readonly replicaAcks?: ReplicaAckCheck;
 
   constructor(options: RedisLockBackendOptions) {
     this.context = new LockContext(
@@ -52,11 +54,21 @@ export class RedisLockBackend implements LockBackend {
       resolveRedisLockSettings(options),
     );
     this.ownsClient = options.ownsClient ?? false;
+    if (options.replicaAcks)
+      this.replicaAcks = new ReplicaAckCheck(
+        this.context,
+        options.replicaAcks,
+        (key, token, leaseMs) => this.extend(key, token, leaseMs),
+        (key, token) => this.release(key, token),
+      );
   }
 
   acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
     if (this.context.closed) return Promise.reject(closedError());
-    return this.context.acquisitions.acquire(request);
+    const granted = this.context.acquisitions.acquire(request);
+    if (!this.replicaAcks) return granted;
+    const check = this.replicaAcks;
+    return granted.then((grant) => check.confirm(request, grant));
   }
 
   async extend(key: string, token: string, leaseMs: number): Promise<boolean> {

@@ -27,6 +27,20 @@ export interface RedisLockBackendOptions {
   readonly localHandoffWindowMs?: number;
   /** Prefix of this backend's own bookkeeping keys (the wake list). Default `'lock:'`. */
   readonly keyPrefix?: string;
+  /**
+   * Grant a lock only once `replicas` replicas confirmed it (`WAIT`) within
+   * `timeoutMs` (default 1000); otherwise it is released and the acquisition
+   * fails with `LockBackendError`. Narrows, does not close, the window in
+   * which a failover loses a granted lock. One Redis server with replicas
+   * (standalone or behind Sentinel) only. Default: unset, no waiting.
+   */
+  readonly replicaAcks?: ReplicaAcks;
+}
+
+/** See {@link RedisLockBackendOptions.replicaAcks}. */
+export interface ReplicaAcks {
+  readonly replicas: number;
+  readonly timeoutMs?: number;
 }
 
 /** {@link RedisLockBackendOptions} with every default applied. */
