@@ -21,12 +21,17 @@ export class QueueChecks {
     return this.timers.size;
   }
 
-  /** Checks `key` in `holderPttl` ms (at most `handoffLeaseMs`), unless a check is due already. */
+  /**
+   * Checks `key` just after the holder's lease ends, `holderPttl` ms from now
+   * (0: within a millisecond), and at most `handoffLeaseMs` from now; a
+   * negative `holderPttl` (no lease known) waits `handoffLeaseMs`. Does
+   * nothing when a check is due already.
+   */
   schedule(key: string, holderPttl: number): void {
     if (this.timers.has(key) || this.c.closed) return;
     const { handoffLeaseMs } = this.c.settings;
     const delay =
-      holderPttl > 0
+      holderPttl >= 0
         ? Math.min(holderPttl + 1, handoffLeaseMs)
         : handoffLeaseMs;
     const timer: NodeJS.Timeout = setTimeout(
