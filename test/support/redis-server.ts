@@ -55,6 +55,13 @@ export interface RedisServerOptions {
    * defaults, e.g. `['--enable-debug-command', 'local']` to allow `DEBUG SLEEP`.
    */
   extraArgs?: string[];
+  /**
+   * Contents of a config file, written afresh to the server's temporary
+   * directory on every (re)start and passed as the first argument, before all
+   * others. Sentinel needs one it can rewrite: `{ config: 'sentinel monitor
+   * ...', extraArgs: ['--sentinel'] }`.
+   */
+  config?: string;
 }
 
 /** A running (or stopped) server started by {@link startRedisServer}. */
@@ -294,10 +301,16 @@ class ManagedRedisServer implements RedisServerHandle {
 
   private async prepareArgs(dir: string): Promise<string[]> {
     const { options, tlsMaterial } = this;
-    const args = tlsMaterial
-      ? ['--port', '0', '--tls-port', String(this.port)]
-      : ['--port', String(this.port)];
+    const args: string[] = [];
+    if (options.config !== undefined) {
+      const file = path.join(dir, 'redis.conf');
+      await writeFile(file, options.config);
+      args.push(file);
+    }
     args.push(
+      ...(tlsMaterial
+        ? ['--port', '0', '--tls-port', String(this.port)]
+        : ['--port', String(this.port)]),
       '--bind',
       HOST,
       '--save',
