@@ -19,9 +19,9 @@ export interface Invariant {
 /** What the database and Redis hold for the coupon after the run. */
 export interface SaleState {
   readonly initialStock: number;
-  /** `seckill:stock:<id>` in Redis; null when it is missing. */
+  /** `seckill:{coupon:<id>}:stock` in Redis; null when it is missing. */
   readonly remainingInRedis: number | null;
-  /** Members of `seckill:order:<id>` in Redis. */
+  /** Members of `seckill:{coupon:<id>}:buyers` in Redis. */
   readonly buyersInRedis: number;
   readonly ordersInDatabase: number;
   readonly distinctUsersInDatabase: number;

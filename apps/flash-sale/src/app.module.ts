@@ -7,6 +7,7 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import { Cluster } from 'ioredis';
 import { DistributedLockModule, LockService } from '@app/distributed-lock';
 import { APP_RUNTIME, type AppRuntime } from './app.runtime.js';
 import {
@@ -49,7 +50,11 @@ export class AppModule {
         RedisModule.forClient(runtime.redis),
         DatabaseModule.forDatabase(runtime.db),
         DistributedLockModule.forRoot({
-          redis: runtime.redis,
+          // The locks live on the app's own connection: one server, the
+          // master behind Sentinel, or the Redis Cluster.
+          ...(runtime.redis instanceof Cluster
+            ? { cluster: runtime.redis }
+            : { redis: runtime.redis }),
           // A purchase waits this long for the coupon's lock, then gets 429.
           waitTime: config.seckill.waitTime,
           commandTimeout: config.backendTimeout,

@@ -1,13 +1,12 @@
 import type { LoggerService } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import type { AppConfig } from './config/app-config.js';
 import { createDatabase } from './database/database.js';
 import type { Db } from './database/database.types.js';
 import { openEmbeddedDatabase } from './database/embedded-db.js';
 import { migrateToLatest } from './database/migrator.js';
 import { redactUrl } from './common/redact-url.js';
-import { createRedisClient } from './redis/redis-client.js';
-import { resolveRedis } from './redis/resolve-redis.js';
+import type { RedisClient } from './redis/redis-client.js';
+import { openRedis } from './redis/resolve-redis.js';
 
 /** Injection token of the {@link AppRuntime}. */
 export const APP_RUNTIME = Symbol('APP_RUNTIME');
@@ -19,7 +18,8 @@ export const APP_RUNTIME = Symbol('APP_RUNTIME');
  */
 export interface AppRuntime {
   readonly config: AppConfig;
-  readonly redis: Redis;
+  /** A Redis Cluster client with REDIS_CLUSTER_NODES, else one server's. */
+  readonly redis: RedisClient;
   readonly db: Db;
   /** Where the database is, without password. */
   readonly databaseLabel: string;
@@ -65,11 +65,9 @@ export async function openRuntime(
     }
   };
   try {
-    const redisTarget = await resolveRedis(config, logger);
-    closers.push(() => redisTarget.close());
-    const redis = createRedisClient(redisTarget.url, config.backendTimeout);
-    closers.push(() => redis.quit().catch(() => redis.disconnect()));
-    await redis.connect();
+    const opened = await openRedis(config, logger);
+    closers.push(() => opened.close());
+    const redis = opened.client;
 
     let url = config.databaseUrl;
     let label = url ? redactUrl(url) : '';

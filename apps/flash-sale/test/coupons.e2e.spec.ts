@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { stockKey } from '../src/coupon/stock-cache.js';
 import {
   buy,
   couponBody,
@@ -52,7 +53,7 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
       expect(startAt).toBeGreaterThanOrEqual(before - 1_000);
       expect(startAt).toBeLessThanOrEqual(Date.now());
       expect(endAt - startAt).toBe(24 * 3_600_000);
-      expect(await redis.get(`seckill:stock:${response.body.id}`)).toBe('100');
+      expect(await redis.get(stockKey(response.body.id))).toBe('100');
     });
 
     it('keeps an explicit window and accepts a stock of 0 and a price of 0', async () => {

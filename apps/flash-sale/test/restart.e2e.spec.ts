@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { buyersKey, stockKey } from '../src/coupon/stock-cache.js';
 import { createLockService } from '../../../test/support/lock-fixtures.js';
 import type { AppConfigOverrides } from '../src/config/app-config.js';
 import {
@@ -49,7 +50,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
   });
 
   const remaining = async (couponId: number) =>
-    Number(await redis.get(`seckill:stock:${couponId}`));
+    Number(await redis.get(stockKey(couponId)));
 
   it('keeps one order per user after Redis lost everything (FLUSHALL)', async () => {
     const first = await boot();
@@ -62,9 +63,10 @@ describe.skipIf(!postgres)('restarting the app', () => {
     const second = await boot();
 
     expect(await remaining(couponId)).toBe(1);
-    expect(
-      (await redis.smembers(`seckill:order:${couponId}`)).toSorted(),
-    ).toEqual(['u1', 'u2']);
+    expect((await redis.smembers(buyersKey(couponId))).toSorted()).toEqual([
+      'u1',
+      'u2',
+    ]);
     await buy(second.http, couponId, 'u1').expect(409);
     await buy(second.http, couponId, 'u3').expect(201);
     const soldOut = await buy(second.http, couponId, 'u4').expect(409);
@@ -79,14 +81,14 @@ describe.skipIf(!postgres)('restarting the app', () => {
     await stop(first);
     // What a crash right after seckill.lua leaves behind: a unit taken, a
     // buyer recorded, no order in the database.
-    await redis.decr(`seckill:stock:${couponId}`);
-    await redis.sadd(`seckill:order:${couponId}`, 'ghost');
+    await redis.decr(stockKey(couponId));
+    await redis.sadd(buyersKey(couponId), 'ghost');
     expect(await remaining(couponId)).toBe(0);
 
     const second = await boot();
 
     expect(await remaining(couponId)).toBe(1);
-    expect(await redis.smembers(`seckill:order:${couponId}`)).toEqual(['real']);
+    expect(await redis.smembers(buyersKey(couponId))).toEqual(['real']);
     await buy(second.http, couponId, 'ghost').expect(201);
     await checkInvariants(sale.db, 0, couponId);
   });
@@ -108,8 +110,8 @@ describe.skipIf(!postgres)('restarting the app', () => {
 
     const second = await boot();
 
-    expect(await redis.get(`seckill:stock:${upcoming}`)).toBe('7');
-    expect(await redis.get(`seckill:stock:${ended}`)).toBeNull();
+    expect(await redis.get(stockKey(upcoming))).toBe('7');
+    expect(await redis.get(stockKey(ended))).toBeNull();
     // Shown from the database all the same.
     const details = await second.http.get(`/api/coupons/${ended}`).expect(200);
     expect(details.body).toMatchObject({
@@ -130,8 +132,8 @@ describe.skipIf(!postgres)('restarting the app', () => {
     const lock = await other.locks.acquire(`coupon:${couponId}`, {
       leaseTime: 20_000,
     });
-    await redis.decr(`seckill:stock:${couponId}`);
-    await redis.sadd(`seckill:order:${couponId}`, 'in-flight');
+    await redis.decr(stockKey(couponId));
+    await redis.sadd(buyersKey(couponId), 'in-flight');
     let started = false;
     const starting = boot().then((app) => {
       started = true;
@@ -171,9 +173,7 @@ describe.skipIf(!postgres)('restarting the app', () => {
       expect(response.body).toMatchObject({ code: 'UNAVAILABLE' });
       expect(Date.now() - startedAt).toBeLessThan(5_000);
       expect(await remaining(couponId)).toBe(2);
-      expect(await redis.sismember(`seckill:order:${couponId}`, 'slow')).toBe(
-        0,
-      );
+      expect(await redis.sismember(buyersKey(couponId), 'slow')).toBe(0);
     } finally {
       await blocker.query('rollback');
       blocker.release();

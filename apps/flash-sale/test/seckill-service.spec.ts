@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { buyersKey, stockKey } from '../src/coupon/stock-cache.js';
 import {
   startRedisServer,
   type RedisServerHandle,
@@ -42,7 +43,7 @@ describe('SeckillService when the order insert fails', () => {
 
   beforeEach(async () => {
     await redis.flushall();
-    await redis.set('seckill:stock:1', 3);
+    await redis.set(stockKey(1), 3);
   });
 
   function service(orders: Partial<OrderRepository>) {
@@ -71,8 +72,8 @@ describe('SeckillService when the order insert fails', () => {
     });
 
     await expect(seckill.purchase(1, 'u')).resolves.toEqual({ orderId: 42 });
-    expect(await redis.get('seckill:stock:1')).toBe('2');
-    expect(await redis.sismember('seckill:order:1', 'u')).toBe(1);
+    expect(await redis.get(stockKey(1))).toBe('2');
+    expect(await redis.sismember(buyersKey(1), 'u')).toBe(1);
   });
 
   it('undoes the purchase when the lost insert did not commit', async () => {
@@ -84,8 +85,8 @@ describe('SeckillService when the order insert fails', () => {
     const error = await seckill.purchase(1, 'u').catch((e: unknown) => e);
 
     expect((error as AppException).code).toBe('UNAVAILABLE');
-    expect(await redis.get('seckill:stock:1')).toBe('3');
-    expect(await redis.sismember('seckill:order:1', 'u')).toBe(0);
+    expect(await redis.get(stockKey(1))).toBe('3');
+    expect(await redis.sismember(buyersKey(1), 'u')).toBe(0);
   });
 
   it('drops the coupon from Redis when the outcome cannot be known, so it is reloaded', async () => {
@@ -97,7 +98,7 @@ describe('SeckillService when the order insert fails', () => {
     const error = await seckill.purchase(1, 'u').catch((e: unknown) => e);
 
     expect((error as AppException).code).toBe('UNAVAILABLE');
-    expect(await redis.exists('seckill:stock:1')).toBe(0);
+    expect(await redis.exists(stockKey(1))).toBe(0);
     expect(suspects.has(1)).toBe(true);
   });
 
@@ -115,6 +116,6 @@ describe('SeckillService when the order insert fails', () => {
 
     await expect(seckill.purchase(1, 'u')).rejects.toBeInstanceOf(AppException);
     expect(find).not.toHaveBeenCalled();
-    expect(await redis.get('seckill:stock:1')).toBe('3');
+    expect(await redis.get(stockKey(1))).toBe('3');
   });
 });

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { buyersKey, stockKey } from '../src/coupon/stock-cache.js';
 import { createLockService } from '../../../test/support/lock-fixtures.js';
 import {
   buy,
@@ -35,7 +36,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
   });
 
   const remaining = async (couponId: number) =>
-    Number(await redis.get(`seckill:stock:${couponId}`));
+    Number(await redis.get(stockKey(couponId)));
 
   it('sells one unit: 201 with the order id, Redis and the database agree', async () => {
     const couponId = await createCoupon(app.http, { stock: 3, price: 12.5 });
@@ -44,7 +45,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
 
     expect(response.body).toEqual({ ok: true, orderId: expect.any(Number) });
     expect(await remaining(couponId)).toBe(2);
-    expect(await redis.sismember(`seckill:order:${couponId}`, 'alice')).toBe(1);
+    expect(await redis.sismember(buyersKey(couponId), 'alice')).toBe(1);
     const orders = await sale.db.query(
       'select id, user_id, amount_paid from orders where coupon_id = $1',
       [couponId],
@@ -235,12 +236,8 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
         message: expect.any(String),
       });
       expect(await remaining(couponId)).toBe(2);
-      expect(await redis.sismember(`seckill:order:${couponId}`, 'heidi')).toBe(
-        0,
-      );
-      expect(await redis.sismember(`seckill:order:${couponId}`, 'grace')).toBe(
-        1,
-      );
+      expect(await redis.sismember(buyersKey(couponId), 'heidi')).toBe(0);
+      expect(await redis.sismember(buyersKey(couponId), 'grace')).toBe(1);
     } finally {
       await sale.db.query('alter table orders_away rename to orders');
     }
@@ -251,7 +248,7 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
   it('reloads a coupon that Redis lost while running, from the database', async () => {
     const couponId = await createCoupon(app.http, { stock: 3 });
     await buy(app.http, couponId, 'ivan').expect(201);
-    await redis.del(`seckill:stock:${couponId}`, `seckill:order:${couponId}`);
+    await redis.del(stockKey(couponId), buyersKey(couponId));
 
     await buy(app.http, couponId, 'ivan').expect(409);
     await buy(app.http, couponId, 'judy').expect(201);
@@ -264,15 +261,13 @@ describe.skipIf(!postgres)('POST /api/coupon/seckill/:couponId', () => {
     const couponId = await createCoupon(app.http, { stock: 3 });
     await buy(app.http, couponId, 'mallory').expect(201);
     // Redis forgets the buyer but keeps the stock: only the database knows.
-    await redis.srem(`seckill:order:${couponId}`, 'mallory');
+    await redis.srem(buyersKey(couponId), 'mallory');
 
     const response = await buy(app.http, couponId, 'mallory').expect(409);
 
     expect(response.body).toMatchObject({ code: 'ALREADY_PURCHASED' });
     expect(await remaining(couponId)).toBe(2);
-    expect(await redis.sismember(`seckill:order:${couponId}`, 'mallory')).toBe(
-      1,
-    );
+    expect(await redis.sismember(buyersKey(couponId), 'mallory')).toBe(1);
     await checkInvariants(sale.db, 2, couponId);
   });
 });

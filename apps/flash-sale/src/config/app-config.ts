@@ -14,6 +14,22 @@ export interface AppConfig {
    */
   readonly redisUrl?: string;
   /**
+   * Redis Cluster startup nodes (`REDIS_CLUSTER_NODES=host:port,...`). When
+   * set, the app and its locks use the cluster; `redisUrl` and the local
+   * fallback are ignored.
+   */
+  readonly redisCluster?: readonly RedisAddress[];
+  /**
+   * Redis behind Sentinel (`REDIS_SENTINELS=host:port,...` and
+   * `REDIS_SENTINEL_NAME`, default `mymaster`). When set, the app and its
+   * locks use the master the Sentinels name; `redisUrl` and the local
+   * fallback are ignored. Never together with {@link redisCluster}.
+   */
+  readonly redisSentinel?: {
+    readonly sentinels: readonly RedisAddress[];
+    readonly name: string;
+  };
+  /**
    * PostgreSQL URL (`DATABASE_URL`). Undefined means the embedded PGlite
    * database shared by every instance on this machine (see {@link embeddedDb}).
    */
@@ -59,6 +75,12 @@ export interface AppConfig {
   readonly couponCacheTtl: number;
 }
 
+/** A Redis node or Sentinel address. */
+export interface RedisAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
 /** Configuration overrides, e.g. from tests: nested objects are merged. */
 export type AppConfigOverrides = Partial<
   Omit<AppConfig, 'embeddedDb' | 'localRedis' | 'seckill'>
@@ -69,6 +91,7 @@ export type AppConfigOverrides = Partial<
 };
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+export const DEFAULT_SENTINEL_NAME = 'mymaster';
 
 /** Thrown at startup for a malformed environment variable. */
 export class ConfigError extends Error {
@@ -120,9 +143,27 @@ export function loadConfig(
     return value;
   };
   const dbPoolSize = text('DB_POOL_SIZE');
+  const redisCluster = addresses(text, 'REDIS_CLUSTER_NODES');
+  const sentinels = addresses(text, 'REDIS_SENTINELS');
+  const sentinelName = text('REDIS_SENTINEL_NAME');
+  if (redisCluster && sentinels) {
+    throw new ConfigError(
+      'Set either REDIS_CLUSTER_NODES (Redis Cluster) or REDIS_SENTINELS (Sentinel), not both',
+    );
+  }
+  if (sentinelName !== undefined && !sentinels) {
+    throw new ConfigError(
+      'REDIS_SENTINEL_NAME is set but REDIS_SENTINELS is not: set REDIS_SENTINELS=host:port,...',
+    );
+  }
   return {
     port: int('PORT', 3000, 0, 65535),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    redisCluster,
+    redisSentinel: sentinels && {
+      sentinels,
+      name: sentinelName ?? DEFAULT_SENTINEL_NAME,
+    },
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     embeddedDb: {
       port: int('EMBEDDED_DB_PORT', 54329, 1, 65535),
@@ -145,6 +186,32 @@ export function loadConfig(
     backendTimeout: int('BACKEND_TIMEOUT_MS', 2_000, 50, 60_000),
     couponCacheTtl: int('COUPON_CACHE_MS', 2_000, 0, 3_600_000),
   };
+}
+
+/**
+ * A comma-separated list of `host:port` (`[v6 address]:port` for IPv6), or
+ * undefined when the variable is unset or blank.
+ */
+function addresses(
+  text: (name: string) => string | undefined,
+  name: string,
+): RedisAddress[] | undefined {
+  const value = text(name);
+  if (value === undefined) return undefined;
+  return value.split(',').map((entry) => {
+    const item = entry.trim();
+    const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:[\]/@]+)):(\d{1,5})$/.exec(
+      item,
+    );
+    const port = Number(match?.[3]);
+    if (!match || port < 1 || port > 65535) {
+      throw new ConfigError(
+        `${name} must be a comma-separated list of host:port (port 1-65535), ` +
+          `got ${JSON.stringify(item)} in ${JSON.stringify(value)}`,
+      );
+    }
+    return { host: match[1] ?? match[2], port };
+  });
 }
 
 /** `base` with `overrides` applied (one level deep for the nested groups). */

@@ -1,12 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import type { Redis } from 'ioredis';
-import { REDIS_CLIENT } from '../redis/redis-client.js';
+import { Cluster } from 'ioredis';
+import { REDIS_CLIENT, type RedisClient } from '../redis/redis-client.js';
+
+// A coupon's keys share the hash tag `{coupon:<id>}`, so that on a Redis
+// Cluster they are in one slot: seckill.lua, undo.lua and the MULTIs of
+// `replace` (with its temporary key, built on buyersKey) use them together.
 
 /** Remaining stock of a coupon in Redis. */
-export const stockKey = (couponId: number) => `seckill:stock:${couponId}`;
+export const stockKey = (couponId: number) =>
+  `seckill:{coupon:${couponId}}:stock`;
 /** The set of users who bought the coupon. */
-export const buyersKey = (couponId: number) => `seckill:order:${couponId}`;
+export const buyersKey = (couponId: number) =>
+  `seckill:{coupon:${couponId}}:buyers`;
 
 const SADD_CHUNK = 1_000;
 const REBUILD_TTL_SECONDS = 600;
@@ -14,12 +20,18 @@ const REBUILD_TTL_SECONDS = 600;
 /** The Redis side of a coupon's stock: what is left and who bought. */
 @Injectable()
 export class StockCache {
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
 
   /** Remaining stock per coupon, `undefined` where Redis has none loaded. */
   async remaining(couponIds: number[]): Promise<(number | undefined)[]> {
     if (couponIds.length === 0) return [];
-    const values = await this.redis.mget(couponIds.map(stockKey));
+    const keys = couponIds.map(stockKey);
+    // Different coupons are in different slots of a cluster, where one MGET
+    // cannot span them: one GET each there (sent to their nodes at once).
+    const values =
+      this.redis instanceof Cluster
+        ? await Promise.all(keys.map((key) => this.redis.get(key)))
+        : await this.redis.mget(keys);
     return values.map((value) => (value === null ? undefined : Number(value)));
   }
 

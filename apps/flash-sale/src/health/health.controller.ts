@@ -1,10 +1,9 @@
 import { Controller, Get, HttpStatus, Inject, Res } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { DATABASE } from '../database/database.module.js';
 import type { Db } from '../database/database.types.js';
-import { REDIS_CLIENT } from '../redis/redis-client.js';
+import { REDIS_CLIENT, type RedisClient } from '../redis/redis-client.js';
 
 type Status = 'up' | 'down';
 
@@ -18,7 +17,7 @@ export interface HealthBody {
 @Controller('health')
 export class HealthController {
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     @Inject(DATABASE) private readonly db: Db,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}

@@ -1,6 +1,5 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
-import type { Redis } from 'ioredis';
-import { REDIS_CLIENT } from './redis-client.js';
+import { REDIS_CLIENT, type RedisClient } from './redis-client.js';
 
 /**
  * Makes the app's Redis client injectable as `REDIS_CLIENT`. The client is
@@ -11,7 +10,7 @@ import { REDIS_CLIENT } from './redis-client.js';
 @Module({})
 // oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
 export class RedisModule {
-  static forClient(client: Redis): DynamicModule {
+  static forClient(client: RedisClient): DynamicModule {
     return {
       module: RedisModule,
       providers: [{ provide: REDIS_CLIENT, useValue: client }],

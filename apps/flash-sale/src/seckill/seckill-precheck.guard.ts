@@ -4,11 +4,10 @@ import {
   type CanActivate,
   type ExecutionContext,
 } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import { alreadyPurchased, soldOut } from '../common/app-exception.js';
 import { USER_ID_MAX_LENGTH } from '../common/pipes/user-id.pipe.js';
 import { buyersKey, stockKey } from '../coupon/stock-cache.js';
-import { REDIS_CLIENT } from '../redis/redis-client.js';
+import { REDIS_CLIENT, type RedisClient } from '../redis/redis-client.js';
 
 const COUPON_ID = /^[1-9][0-9]{0,15}$/;
 const USER_ID = /^[A-Za-z0-9_-]+$/;
@@ -23,7 +22,7 @@ const USER_ID = /^[A-Za-z0-9_-]+$/;
  */
 @Injectable()
 export class SeckillPrecheckGuard implements CanActivate {
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: Redis) {}
+  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<{

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
 import { buyersKey, stockKey } from '../coupon/stock-cache.js';
+import type { RedisClient } from '../redis/redis-client.js';
 
 /** What seckill.lua answers. */
 export const BuyResult = {
@@ -34,7 +34,7 @@ export interface SeckillScripts {
  * Registers both scripts on the client with `defineCommand` (once per client).
  * ioredis then runs them by EVALSHA, sending the text only after a NOSCRIPT.
  */
-export function defineSeckillScripts(redis: Redis): SeckillScripts {
+export function defineSeckillScripts(redis: RedisClient): SeckillScripts {
   const commands = redis as unknown as Record<
     string,
     ScriptCommand | undefined

@@ -1,8 +1,9 @@
 -- One purchase, atomically: is the coupon loaded, has the user bought it
 -- already, is any left; if all is well, take one and record the buyer.
 --
--- KEYS[1]  seckill:stock:<couponId>   remaining stock (a string integer)
--- KEYS[2]  seckill:order:<couponId>   set of user ids who bought
+-- KEYS[1]  seckill:{coupon:<couponId>}:stock    remaining stock (a string integer)
+-- KEYS[2]  seckill:{coupon:<couponId>}:buyers   set of user ids who bought
+--          (one hash tag, so one slot on a Redis Cluster)
 -- ARGV[1]  the user id
 --
 -- Returns  1  bought

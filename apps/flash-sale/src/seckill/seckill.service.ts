@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Redis } from 'ioredis';
 import {
   alreadyPurchased,
   notOnSale,
@@ -12,7 +11,7 @@ import { saleState, type Coupon } from '../coupon/coupon.types.js';
 import { stockKey } from '../coupon/stock-cache.js';
 import { StockReconciler } from '../coupon/stock-reconciler.js';
 import { OrderRepository } from '../order/order.repository.js';
-import { REDIS_CLIENT } from '../redis/redis-client.js';
+import { REDIS_CLIENT, type RedisClient } from '../redis/redis-client.js';
 import {
   BuyResult,
   defineSeckillScripts,
@@ -43,7 +42,7 @@ export class SeckillService {
   private readonly scripts: SeckillScripts;
 
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: Redis,
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly coupons: CouponService,
     private readonly orders: OrderRepository,
     private readonly reconciler: StockReconciler,

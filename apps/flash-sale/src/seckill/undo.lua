@@ -2,8 +2,8 @@
 -- removes the buyer and returns the unit to the stock. Only when the user is
 -- in the set, so running it twice gives back one unit, not two.
 --
--- KEYS[1]  seckill:stock:<couponId>
--- KEYS[2]  seckill:order:<couponId>
+-- KEYS[1]  seckill:{coupon:<couponId>}:stock
+-- KEYS[2]  seckill:{coupon:<couponId>}:buyers  (same hash tag: one cluster slot)
 -- ARGV[1]  the user id
 --
 -- Returns  1  undone

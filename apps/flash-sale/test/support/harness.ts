@@ -112,11 +112,17 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** Boots the app in-process (quiet unless FLASH_SALE_TEST_LOGS=1). */
-export async function startApp(config: AppConfigOverrides): Promise<TestApp> {
+/**
+ * Boots the app in-process (quiet unless FLASH_SALE_TEST_LOGS=1), configured
+ * by `env` (as if it were the process environment) and then `config`.
+ */
+export async function startApp(
+  config: AppConfigOverrides,
+  env: NodeJS.ProcessEnv = {},
+): Promise<TestApp> {
   const app = await createApp({
     config: { couponCacheTtl: 0, ...config },
-    env: {},
+    env,
     logger: process.env.FLASH_SALE_TEST_LOGS ? ['log', 'error', 'warn'] : false,
   });
   const server = app.getHttpServer();
