@@ -4,9 +4,9 @@
  * The fenced resource is the referee; FAULT_SECONDS lengthens each run.
  */
 import { Cluster } from 'ioredis';
-import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis/redis-lock-backend.js';
-import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
+import type { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
 import {
+  contentionService,
   printFaultTable,
   runContention,
   type ContentionReport,
@@ -26,24 +26,13 @@ afterAll(() => {
 });
 
 function openServices(cluster: RedisCluster, count: number): LockService[] {
-  return Array.from({ length: count }, () => {
-    const client = new Cluster(cluster.startupNodes, {
-      redisOptions: { maxRetriesPerRequest: 1 },
-    });
-    client.on('error', () => undefined);
-    return new LockService({
-      backend: new RedisLockBackend({
-        client,
-        ownsClient: true,
-        commandTimeoutMs: 1000,
-        handoffLeaseMs: 1000,
+  return Array.from({ length: count }, () =>
+    contentionService(
+      new Cluster(cluster.startupNodes, {
+        redisOptions: { maxRetriesPerRequest: 1 },
       }),
-      keyPrefix: 'lock:',
-      watchdogLeaseTime: 3000,
-      waitTime: 2000,
-      maxKeyLength: 512,
-    });
-  });
+    ),
+  );
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));

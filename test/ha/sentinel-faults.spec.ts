@@ -9,6 +9,7 @@ import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis
 import { LockBackendError } from '../../libs/distributed-lock/src/errors/lock-errors.js';
 import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
 import {
+  contentionService,
   printFaultTable,
   runContention,
   type ContentionReport,
@@ -27,24 +28,13 @@ afterAll(() => {
 });
 
 function openService(group: SentinelGroup): LockService {
-  const client = new Redis({
-    sentinels: group.sentinels,
-    name: group.name,
-    maxRetriesPerRequest: 1,
-  });
-  client.on('error', () => undefined);
-  return new LockService({
-    backend: new RedisLockBackend({
-      client,
-      ownsClient: true,
-      commandTimeoutMs: 1000,
-      handoffLeaseMs: 1000,
+  return contentionService(
+    new Redis({
+      sentinels: group.sentinels,
+      name: group.name,
+      maxRetriesPerRequest: 1,
     }),
-    keyPrefix: 'lock:',
-    watchdogLeaseTime: 3000,
-    waitTime: 2000,
-    maxKeyLength: 512,
-  });
+  );
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));

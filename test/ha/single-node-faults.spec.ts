@@ -4,9 +4,9 @@
  * paused or killed are covered by libs/distributed-lock/test/faults/.
  */
 import { Redis } from 'ioredis';
-import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis/redis-lock-backend.js';
-import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
+import type { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
 import {
+  contentionService,
   printFaultTable,
   runContention,
   type ContentionReport,
@@ -26,22 +26,9 @@ afterAll(() => {
 });
 
 function openServices(server: RedisServerHandle, count: number): LockService[] {
-  return Array.from({ length: count }, () => {
-    const client = new Redis(server.url, { maxRetriesPerRequest: 1 });
-    client.on('error', () => undefined);
-    return new LockService({
-      backend: new RedisLockBackend({
-        client,
-        ownsClient: true,
-        commandTimeoutMs: 500,
-        handoffLeaseMs: 1000,
-      }),
-      keyPrefix: 'lock:',
-      watchdogLeaseTime: 3000,
-      waitTime: 2000,
-      maxKeyLength: 512,
-    });
-  });
+  return Array.from({ length: count }, () =>
+    contentionService(new Redis(server.url, { maxRetriesPerRequest: 1 }), 500),
+  );
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -6,8 +6,33 @@
  * stale writes the fenced resource accepted (must be 0), lost signals, and
  * errors by type.
  */
-import type { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
+import type { Cluster, Redis } from 'ioredis';
+import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis/redis-lock-backend.js';
+import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
 import { FencedResource } from './fenced-resource.js';
+
+/**
+ * A contender for {@link runContention} on `client` (which it closes): short
+ * leases and timeouts, so faults show within a run of seconds.
+ */
+export function contentionService(
+  client: Redis | Cluster,
+  commandTimeoutMs = 1000,
+): LockService {
+  client.on('error', () => undefined);
+  return new LockService({
+    backend: new RedisLockBackend({
+      client,
+      ownsClient: true,
+      commandTimeoutMs,
+      handoffLeaseMs: 1000,
+    }),
+    keyPrefix: 'lock:',
+    watchdogLeaseTime: 3000,
+    waitTime: 2000,
+    maxKeyLength: 512,
+  });
+}
 
 export interface ContentionOptions {
   /** One per "process". */

@@ -1,12 +1,15 @@
 /** Small helpers shared by the themed contract modules. */
 
+export {
+  eventually,
+  settledFlag,
+  sleep,
+} from '../../../../test/support/lock-fixtures.js';
+
 /** Prefix of every lock key the contract's services store. */
 export const keyPrefix = 'contract:';
 /** Longest key the contract's services accept, in UTF-8 bytes. */
 export const maxKeyLength = 200;
-
-export const sleep = (ms: number): Promise<void> =>
-  new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Milliseconds on the monotonic clock. */
 export const now = (): number => performance.now();
@@ -15,29 +18,6 @@ export const now = (): number => performance.now();
 export function stopwatch(): () => number {
   const start = now();
   return () => now() - start;
-}
-
-/** Polls `condition` every 5 ms until it holds; throws after `timeoutMs`. */
-export async function eventually(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 3000,
-): Promise<void> {
-  const deadline = now() + timeoutMs;
-  while (!(await condition())) {
-    if (now() > deadline)
-      throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(5);
-  }
-}
-
-/** Whether `promise` has settled, asked at any time. */
-export function settledFlag(promise: Promise<unknown>): () => boolean {
-  let settled = false;
-  promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  return () => settled;
 }
 
 /** The error `promise` rejects with; fails the test when it resolves. */
