@@ -1,0 +1,149 @@
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+
+function readScript(name: string): string {
+  return readFileSync(
+    new URL(`./scripts/${name}.lua`, import.meta.url),
+    'utf8',
+  );
+}
+
+/**
+ * Every script, read once when this module loads. The text is fixed from then
+ * on, so ioredis runs each with EVALSHA and falls back to EVAL after a
+ * NOSCRIPT (a node restarted and lost its script cache).
+ */
+const scripts = {
+  acquire: { numberOfKeys: 4, lua: readScript('acquire') },
+  release: { numberOfKeys: 4, lua: readScript('release') },
+  extend: { numberOfKeys: 3, lua: readScript('extend') },
+  fence: { numberOfKeys: 2, lua: readScript('fence') },
+  raiseFence: { numberOfKeys: 1, lua: readScript('raise-fence') },
+} as const;
+
+type ScriptName = keyof typeof scripts;
+type Command = (...keysAndArgs: (string | number)[]) => Promise<unknown>;
+
+/** Reply of acquire.lua: `[1]`, `[0, pttl]` or `[2, ms until the head waiter lapses]`. */
+export type AcquireReply = readonly [0 | 1 | 2, number?];
+
+/** The lock's keys on one node; they share the lock's Cluster slot (its braces). */
+export function quorumKeys(key: string) {
+  return {
+    lock: key,
+    waiters: `${key}:qwaiters`,
+    seen: `${key}:qseen`,
+    freed: `${key}:qfreed`,
+    fence: `${key}:qfence`,
+  };
+}
+
+/** The channel a node publishes on when `key` is freed (see release.lua). */
+export function wakeChannel(client: Redis, key: string): string {
+  // Keys carry the client's prefix inside the scripts; channels are not
+  // prefixed by ioredis, so this adds it for the same separation.
+  return `${client.options?.keyPrefix ?? ''}${key}:qwake`;
+}
+
+/** Typed callers of the scripts on one node. */
+export class QuorumScripts {
+  private readonly commands: Record<ScriptName, Command>;
+
+  /** Registers the scripts on `client` (idempotent). */
+  constructor(private readonly client: Redis) {
+    const target = client as unknown as Record<string, unknown>;
+    const commands = {} as Record<ScriptName, Command>;
+    for (const name of Object.keys(scripts) as ScriptName[]) {
+      const commandName = `quorumLock${name[0].toUpperCase()}${name.slice(1)}`;
+      if (typeof target[commandName] !== 'function') {
+        client.defineCommand(commandName, scripts[name]);
+      }
+      commands[name] = (target[commandName] as Command).bind(client);
+    }
+    this.commands = commands;
+  }
+
+  acquire(
+    key: string,
+    token: string,
+    leaseMs: number,
+    arrival: number,
+    waitMs: number,
+    graceMs: number,
+  ): Promise<AcquireReply> {
+    const k = quorumKeys(key);
+    return this.commands.acquire(
+      k.lock,
+      k.waiters,
+      k.seen,
+      k.freed,
+      token,
+      leaseMs,
+      arrival,
+      waitMs,
+      graceMs,
+    ) as Promise<AcquireReply>;
+  }
+
+  /**
+   * Deletes the lock if `token` holds it (1 when it did) and takes the token
+   * out of the queue; or, given `requeue`, gives back a lost attempt's grant
+   * and puts the waiter back in its place.
+   */
+  release(
+    key: string,
+    token: string,
+    graceMs: number,
+    requeue?: { readonly arrival: number; readonly waitMs: number },
+  ): Promise<number> {
+    const k = quorumKeys(key);
+    return this.commands.release(
+      k.lock,
+      k.waiters,
+      k.seen,
+      k.freed,
+      token,
+      wakeChannel(this.client, key),
+      requeue ? '0' : '1',
+      graceMs,
+      requeue?.arrival ?? 0,
+      requeue?.waitMs ?? 0,
+    ) as Promise<number>;
+  }
+
+  /** 1 when `token` holds the lock here and its lease was set. */
+  extend(
+    key: string,
+    token: string,
+    leaseMs: number,
+    graceMs: number,
+  ): Promise<number> {
+    const k = quorumKeys(key);
+    return this.commands.extend(
+      k.lock,
+      k.waiters,
+      k.freed,
+      token,
+      leaseMs,
+      graceMs,
+    ) as Promise<number>;
+  }
+
+  /** This node's fencing candidate, or null when `token` does not hold the lock here. */
+  fence(key: string, token: string): Promise<number | null> {
+    const k = quorumKeys(key);
+    return this.commands.fence(k.lock, k.fence, token) as Promise<
+      number | null
+    >;
+  }
+
+  /** Raises the fencing counter to at least `token`. */
+  raiseFence(key: string, token: number): Promise<unknown> {
+    return this.commands.raiseFence(quorumKeys(key).fence, String(token));
+  }
+
+  /** 1 when the lock key exists here. */
+  exists(key: string): Promise<number> {
+    return this.client.exists(key);
+  }
+}
