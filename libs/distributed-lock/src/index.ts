@@ -51,3 +51,5 @@ export {
   type RedisLockBackendOptions,
 } from './backends/redis/redis-lock-backend.js';
 export { MemoryLockBackend } from './backends/memory/memory-lock-backend.js';
+export { QuorumLockBackend } from './backends/quorum/quorum-lock-backend.js';
+export type { QuorumLockBackendOptions } from './backends/quorum/quorum-options.js';

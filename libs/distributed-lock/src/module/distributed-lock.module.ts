@@ -9,6 +9,7 @@ import { Cluster, Redis, type ClusterNode } from 'ioredis';
 import type { LockBackend } from '../backends/lock-backend.js';
 import { warnIfLocksCanBeEvicted } from '../backends/redis/eviction-policy-check.js';
 import { RedisLockBackend } from '../backends/redis/redis-lock-backend.js';
+import { QuorumLockBackend } from '../backends/quorum/quorum-lock-backend.js';
 import { DistributedLockInterceptor } from '../interceptor/distributed-lock.interceptor.js';
 import {
   LockService,
@@ -92,7 +93,9 @@ function createLockService(options: DistributedLockModuleOptions): LockService {
   const resolved = resolveLockOptions(options);
   let backend = options.backend;
   let redis: ModuleRedis | undefined;
-  if (!backend) {
+  if (!backend && options.nodes) {
+    backend = createQuorumBackend(options.nodes, resolved);
+  } else if (!backend) {
     const built = createRedisBackend(options, resolved);
     backend = built.backend;
     redis = { client: built.client, commandTimeout: resolved.commandTimeout };
@@ -169,6 +172,41 @@ function createRedisBackend(
     ...backendOptions,
   });
   return { backend, client };
+}
+
+/** A Redlock backend over `nodes`; it closes the connections it opened here. */
+function createQuorumBackend(
+  nodes: NonNullable<DistributedLockModuleOptions['nodes']>,
+  resolved: ResolvedLockOptions,
+): LockBackend {
+  const connection = {
+    maxRetriesPerRequest: 1,
+    connectTimeout: resolved.commandTimeout,
+  };
+  const logger = new Logger('DistributedLock');
+  const opened = nodes.map((node) => !isRedisClient(node));
+  const clients = nodes.map((node) => {
+    if (isRedisClient(node)) return node as Redis;
+    const client =
+      typeof node === 'string'
+        ? new Redis(node, connection)
+        : new Redis({ ...connection, ...node });
+    let lastError = '';
+    client.on('error', (error: Error) => {
+      const { host, port } = client.options;
+      if (error.message !== lastError)
+        logger.warn(`Redis ${host}:${port}: ${error.message}`);
+      lastError = error.message;
+    });
+    client.on('ready', () => (lastError = ''));
+    return client;
+  });
+  return new QuorumLockBackend({
+    nodes: clients,
+    ownsClients: opened,
+    // A restarted node sits out the longest lease this service sets.
+    maxLeaseMs: Math.max(resolved.watchdogLeaseTime, resolved.leaseTime ?? 0),
+  });
 }
 
 function isRedisClient(value: unknown): value is Redis | Cluster {

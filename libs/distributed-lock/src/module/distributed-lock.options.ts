@@ -55,6 +55,14 @@ export interface DistributedLockModuleOptions {
    * unit tests. The module closes it on shutdown.
    */
   readonly backend?: LockBackend;
+  /**
+   * Redlock quorum over these independent masters; 3 or 5. A lock is held
+   * when a majority of them granted it (`QuorumLockBackend`). Each node is an
+   * ioredis client (used as is, never closed by the module), or a URL or
+   * ioredis options for a connection the module opens and closes on
+   * shutdown. Not together with `backend`, `redis` or `cluster`.
+   */
+  readonly nodes?: ReadonlyArray<string | RedisOptions | Redis>;
   /** Prefix of every lock key in Redis. Default `'lock:'`. */
   readonly keyPrefix?: string;
   /**
@@ -227,6 +235,26 @@ export function resolveLockOptions(
     if (Array.isArray(options.cluster) && options.cluster.length === 0) {
       throw new RangeError(
         'DistributedLockModule: cluster needs at least one startup node',
+      );
+    }
+  }
+  if (options.nodes !== undefined) {
+    const other = options.backend
+      ? 'backend'
+      : options.redis
+        ? 'redis'
+        : options.cluster
+          ? 'cluster'
+          : '';
+    if (other) {
+      throw new RangeError(
+        `DistributedLockModule: set either nodes or ${other}, not both`,
+      );
+    }
+    const count = options.nodes.length;
+    if (count < 3 || count % 2 === 0) {
+      throw new RangeError(
+        `DistributedLockModule: nodes must be an odd number (3 or 5) of independent Redis masters, got ${count}`,
       );
     }
   }
