@@ -54,10 +54,9 @@ export function lostContract(ctx: ContractContext): void {
       const name = ctx.key();
       const handle = await a.locks.acquire(name);
       // The store ends the holder's lease at once (as a failover or an
-      // eviction might), and another process takes the key.
-      expect(await a.backend.extend(ctx.storeKey(name), handle.token, 1)).toBe(
-        true,
-      );
+      // eviction might), and another process takes the key. (A quorum
+      // backend answers false at once: 1 ms leaves it no validity.)
+      await a.backend.extend(ctx.storeKey(name), handle.token, 1);
       await sleep(20);
       const next = await b.locks.acquire(name, { waitTime: 500 });
       expect(handle.lost).toBe(false);
