@@ -29,6 +29,15 @@ export interface BenchConfig {
     readonly sizes: readonly number[];
   };
   readonly server: { readonly requests: number };
+  /** H: ours and the raw lock side by side on each deployment. */
+  readonly deployments: {
+    readonly reps: number;
+    readonly warmupMs: number;
+    /** Measured time of each of the two per repetition. */
+    readonly sliceMs: number;
+    /** Ours and the raw lock take turns this long. */
+    readonly switchMs: number;
+  };
   readonly flashSale: {
     /** Runs per mode (lock, script alone); 0 skips F. */
     readonly reps: number;
@@ -68,6 +77,7 @@ export const fullConfig: BenchConfig = {
   },
   quorum: { reps: 5, warmupMs: 200, sliceMs: 1_000, sizes: [3, 5] },
   server: { requests: 200_000 },
+  deployments: { reps: 9, warmupMs: 200, sliceMs: 500, switchMs: 50 },
   flashSale: {
     reps: 2,
     instances: 3,
@@ -101,6 +111,7 @@ export const smokeConfig: BenchConfig = {
   },
   quorum: { reps: 1, warmupMs: 50, sliceMs: 250, sizes: [3, 5] },
   server: { requests: 10_000 },
+  deployments: { reps: 1, warmupMs: 100, sliceMs: 300, switchMs: 50 },
   flashSale: {
     reps: 0,
     instances: 3,

@@ -4,6 +4,7 @@ import type { QuorumResult } from './scenarios/d-quorum.js';
 import type { ServerCeilingResult } from './scenarios/e-server.js';
 import type { FlashSaleResult } from './scenarios/f-flash-sale.js';
 import type { SoakResult } from './scenarios/g-soak.js';
+import type { DeploymentsResult } from './scenarios/h-deployments.js';
 import type { UncontendedResult } from './scenarios/uncontended.js';
 
 export interface MachineInfo {
@@ -35,6 +36,7 @@ export interface BenchResults {
   readonly E?: ServerCeilingResult;
   readonly F?: FlashSaleResult;
   readonly G?: SoakResult;
+  readonly H?: DeploymentsResult;
   /** Failures of the harness or of a contender, one line each. */
   readonly errors: readonly string[];
 }

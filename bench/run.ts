@@ -5,7 +5,7 @@
  *   node --import @swc-node/register/esm-register bench/run.ts [--smoke] [--only A,C] [--out DIR]
  *
  * Starts its own redis-server processes on free loopback ports, runs the
- * scenarios A-G (see the report's Method section), and writes a Markdown
+ * scenarios A-H (see the report's Method section), and writes a Markdown
  * report, the raw JSON and an SVG chart of C to DIR (full: docs/benchmarks,
  * smoke: .bench-output/smoke). Exits 1 when a scenario or a contender failed,
  * never because of a speed figure.
@@ -33,7 +33,11 @@ import {
 } from './contenders/index.js';
 import { installedVersion } from './contenders/versions.js';
 import { Progress, formatSeconds } from './progress.js';
-import { jsonName, renderMarkdown } from './report/markdown.js';
+import {
+  deploymentsTable,
+  jsonName,
+  renderMarkdown,
+} from './report/markdown.js';
 import { renderContentionSvg } from './report/svg.js';
 import { checkTargets, verdict } from './report/targets.js';
 import type { BenchResults, MachineInfo } from './results.js';
@@ -51,13 +55,17 @@ import {
 import { plannedFlashSale, runFlashSale } from './scenarios/f-flash-sale.js';
 import { plannedSoak, runSoak } from './scenarios/g-soak.js';
 import {
+  plannedDeployments,
+  runDeployments,
+} from './scenarios/h-deployments.js';
+import {
   plannedUncontended,
   runUncontended,
   UncontendedWorkers,
 } from './scenarios/uncontended.js';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
-const allScenarios = ['A', 'B', 'C', 'D', 'E', 'F', 'G'] as const;
+const allScenarios = ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H'] as const;
 type Scenario = (typeof allScenarios)[number];
 const chartName = 'lock-benchmark-contention.svg';
 const reportName = 'lock-benchmark.md';
@@ -68,7 +76,7 @@ function usage(): string {
     '       npm run bench:smoke',
     '',
     '  --smoke       short slices, one repetition, ~20,000 soak cycles (about a minute)',
-    '  --only LIST   scenarios to run, e.g. A,C (default: A,B,C,D,E,F,G)',
+    '  --only LIST   scenarios to run, e.g. A,C (default: A,B,C,D,E,F,G,H)',
     '  --out DIR     where the report goes (default: docs/benchmarks, smoke: .bench-output/smoke)',
     '  --contenders LIST  only these contenders besides the baselines, e.g. ours-service,redlock5',
     '  --render FILE rewrite the report and chart from a JSON file of an earlier run (no benchmark)',
@@ -228,6 +236,10 @@ async function main(): Promise<void> {
     E: config.server.requests / 30_000,
     F: config.flashSale.reps > 0 ? 45 : 0.1,
     G: config.soak.cycles / config.soak.checkpoints / 6_000,
+    // Two sides' warm-up and slice, and opening them (a Nest context each).
+    H:
+      (2 * (config.deployments.warmupMs + config.deployments.sliceMs)) / 1000 +
+      0.5,
   };
   const uncontendedCount = cli.pick(uncontendedIds).length;
   const planned: Record<Scenario, number> = {
@@ -239,6 +251,7 @@ async function main(): Promise<void> {
     E: plannedServerCeiling,
     F: plannedFlashSale(ctx),
     G: plannedSoak(ctx),
+    H: plannedDeployments(ctx),
   };
   for (const s of cli.only) progress.plan(planned[s], secondsEach[s]);
 
@@ -269,6 +282,7 @@ async function main(): Promise<void> {
     await attempt('E', () => runServerCeiling(ctx));
     await attempt('F', () => runFlashSale(ctx));
     await attempt('G', () => runSoak(ctx));
+    await attempt('H', () => runDeployments(ctx));
   } finally {
     progress.finish();
     await uncontendedWorkers.stop();
@@ -331,6 +345,11 @@ async function writeReport(bundle: BenchResults, out: string): Promise<void> {
       `${verdict(check).replaceAll('*', '').padEnd(12)} ${check.scenario}  ${check.target}: ${check.measured}\n`,
     );
   }
+  if (bundle.H) {
+    process.stdout.write(
+      `\nH  deployments (ours / raw on each; informational):\n${deploymentsTable(bundle.H)}\n`,
+    );
+  }
   process.stdout.write(
     `\nReport: ${path.relative(repoRoot, path.join(out, reportName))} (${formatSeconds(bundle.durationSec)})\n`,
   );
@@ -363,6 +382,9 @@ function collectErrors(r: Partial<BenchResults>): string[] {
   if (r.E?.error) found.push(`E: ${r.E.error}`);
   if (r.F?.status === 'failed') found.push(`F: ${r.F.message}`);
   if (r.G?.error) found.push(`G: ${r.G.error}`);
+  for (const row of r.H?.rows ?? []) {
+    if (row.error) found.push(`H (${row.label}): ${row.error}`);
+  }
   return found;
 }
 

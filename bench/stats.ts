@@ -23,6 +23,13 @@ export function median(values: readonly number[]): number {
     : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+/** Smallest and largest of the values that are not NaN; NaN for both when there is none. */
+export function extent(values: readonly number[]): readonly [number, number] {
+  const kept = values.filter((v) => !Number.isNaN(v));
+  if (kept.length === 0) return [Number.NaN, Number.NaN];
+  return [Math.min(...kept), Math.max(...kept)];
+}
+
 /** Largest value, NaN when empty. */
 export function max(values: readonly number[]): number {
   return values.length === 0 ? Number.NaN : Math.max(...values);

@@ -1,5 +1,6 @@
 import {
   oursDecorator,
+  oursQuorum,
   oursService,
   oursServiceFenced,
   oursServiceLease,
@@ -28,6 +29,7 @@ export const contenders: ReadonlyMap<string, Contender> = new Map(
     oursServiceLease,
     oursServiceFenced,
     oursDecorator,
+    oursQuorum,
     redlock4Default,
     redlock4Tuned,
     redlock5Default,
@@ -74,9 +76,10 @@ export const contentionIds = [
   'semaphore-redlock-mutex',
 ];
 
-/** Quorum (D): the peers' Redlock modes; ours has none yet. */
+/** Quorum (D): ours and the peers' Redlock modes. */
 export const quorumIds = [
   'raw-quorum',
+  'ours-quorum',
   'redlock4',
   'redlock5',
   'sesame',

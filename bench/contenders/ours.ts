@@ -42,32 +42,49 @@ function serviceContender(
   label: string,
   perCallLease: boolean,
   fenced = false,
+  quorum = false,
 ): Contender {
   return {
     id,
     label,
-    detail: `${ourVersion}; ${perCallLease ? 'leaseTime = the benchmark TTL' : 'module defaults (watchdog lease)'}${fenced ? '; awaits handle.fence() once per hold' : ''}`,
+    detail: `${ourVersion}; ${quorum ? 'quorum mode (nodes: every URL); ' : ''}${perCallLease ? 'leaseTime = the benchmark TTL' : 'module defaults (watchdog lease)'}${fenced ? '; awaits handle.fence() once per hold' : ''}`,
     kind: 'ours',
     library: 'ours',
-    async create({ urls }): Promise<ContenderInstance> {
-      const app = await createContext({ redis: urls[0] });
-      const locks = app.get(LockService);
+    create: ({ urls }) =>
+      lockServiceOn(
+        quorum ? { nodes: urls } : { redis: urls[0] },
+        perCallLease,
+        fenced,
+      ),
+  };
+}
+
+/**
+ * `LockService.acquire()` / `handle.release()` in a context of its own with
+ * the module `options` (e.g. H's Sentinel and Cluster deployments); see
+ * {@link serviceContender} for `perCallLease` and `fenced`.
+ */
+export async function lockServiceOn(
+  options: DistributedLockModuleOptions,
+  perCallLease = false,
+  fenced = false,
+): Promise<ContenderInstance> {
+  const app = await createContext(options);
+  const locks = app.get(LockService);
+  return {
+    async acquire(key, { ttlMs, signal }): Promise<HeldLock> {
+      const handle = await locks.acquire(key, {
+        signal,
+        ...(perCallLease ? { leaseTime: ttlMs } : {}),
+      });
+      if (fenced) await handle.fence();
       return {
-        async acquire(key, { ttlMs, signal }): Promise<HeldLock> {
-          const handle = await locks.acquire(key, {
-            signal,
-            ...(perCallLease ? { leaseTime: ttlMs } : {}),
-          });
-          if (fenced) await handle.fence();
-          return {
-            release: async () => {
-              await handle.release();
-            },
-          };
+        release: async () => {
+          await handle.release();
         },
-        close: () => app.close(),
       };
     },
+    close: () => app.close(),
   };
 }
 
@@ -80,6 +97,15 @@ export const oursService = serviceContender(
 export const oursServiceFenced = serviceContender(
   'ours-service-fenced',
   'ours: LockService + fence()',
+  false,
+  true,
+);
+
+/** Quorum (D): LockService over every node, explicit leases as the Redlock peers use. */
+export const oursQuorum = serviceContender(
+  'ours-quorum',
+  'ours: LockService, quorum mode',
+  true,
   false,
   true,
 );

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { sleep } from '../clock.js';
 import { connectIoredis, quitAll } from './clients.js';
 import { installedVersion } from './versions.js';
@@ -11,14 +11,16 @@ const compareAndDelete = `if redis.call('get', KEYS[1]) == ARGV[1] then
 end
 return 0`;
 
-type WithCad = Redis & {
+type WithCad<C extends Redis | Cluster = Redis> = C & {
   benchCompareAndDelete(key: string, token: string): Promise<number>;
 };
 
 /** Adds the release script (sent with EVALSHA, EVAL after a NOSCRIPT) to a client. */
-export function withCompareAndDelete(client: Redis): WithCad {
+export function withCompareAndDelete<C extends Redis | Cluster>(
+  client: C,
+): WithCad<C> {
   if (
-    typeof (client as unknown as Partial<WithCad>).benchCompareAndDelete !==
+    typeof (client as unknown as Partial<WithCad<C>>).benchCompareAndDelete !==
     'function'
   ) {
     client.defineCommand('benchCompareAndDelete', {
@@ -26,7 +28,7 @@ export function withCompareAndDelete(client: Redis): WithCad {
       lua: compareAndDelete,
     });
   }
-  return client as unknown as WithCad;
+  return client as WithCad<C>;
 }
 
 function aborted(signal: AbortSignal | undefined): Error {
@@ -34,9 +36,34 @@ function aborted(signal: AbortSignal | undefined): Error {
 }
 
 /**
- * The raw baseline: `SET key token PX ttl NX`, released by an EVALSHA
- * compare-and-delete, polling every 1 ms while the key is busy.
+ * The raw lock on `client` (one server, or a Cluster, which routes each key to
+ * its master): `SET key token PX ttl NX`, released by an EVALSHA
+ * compare-and-delete, polling every 1 ms while the key is busy. Closing it
+ * quits the client.
  */
+export function rawLockOn(connected: Redis | Cluster): ContenderInstance {
+  const client = withCompareAndDelete(connected);
+  return {
+    async acquire(key, { ttlMs, signal }): Promise<HeldLock> {
+      const token = randomBytes(16).toString('hex');
+      for (;;) {
+        const ok = await client.set(key, token, 'PX', ttlMs, 'NX');
+        if (ok === 'OK') {
+          return {
+            release: async () => {
+              await client.benchCompareAndDelete(key, token);
+            },
+          };
+        }
+        if (signal?.aborted) throw aborted(signal);
+        await sleep(1);
+      }
+    },
+    close: () => quitAll([client]),
+  };
+}
+
+/** The raw baseline: {@link rawLockOn} one server. */
 export const rawBaseline: Contender = {
   id: 'raw',
   library: 'ioredis',
@@ -44,25 +71,7 @@ export const rawBaseline: Contender = {
   detail: `SET NX PX + EVALSHA compare-and-delete, 1 ms polling; ioredis ${installedVersion('ioredis')}`,
   kind: 'baseline',
   async create({ urls }): Promise<ContenderInstance> {
-    const client = withCompareAndDelete(await connectIoredis(urls[0]));
-    return {
-      async acquire(key, { ttlMs, signal }): Promise<HeldLock> {
-        const token = randomBytes(16).toString('hex');
-        for (;;) {
-          const ok = await client.set(key, token, 'PX', ttlMs, 'NX');
-          if (ok === 'OK') {
-            return {
-              release: async () => {
-                await client.benchCompareAndDelete(key, token);
-              },
-            };
-          }
-          if (signal?.aborted) throw aborted(signal);
-          await sleep(1);
-        }
-      },
-      close: () => quitAll([client]),
-    };
+    return rawLockOn(await connectIoredis(urls[0]));
   },
 };
 

@@ -26,12 +26,7 @@ export interface QuorumResult {
   readonly reps: number;
   readonly sliceMs: number;
   readonly sizes: QuorumSize[];
-  /** Shown in our row until the library has a quorum backend. */
-  readonly ours: string;
 }
-
-/** Our quorum (Redlock) mode does not exist yet; D prints this in our row. */
-export const oursQuorumStatus = 'not yet implemented';
 
 export function plannedQuorum(ctx: BenchContext, count: number): number {
   return ctx.config.quorum.reps * ctx.config.quorum.sizes.length * count;
@@ -97,7 +92,7 @@ export async function runQuorum(
   } finally {
     await quitAll(admins);
   }
-  return { reps, sliceMs, sizes: results, ours: oursQuorumStatus };
+  return { reps, sliceMs, sizes: results };
 }
 
 async function quorumSlice(

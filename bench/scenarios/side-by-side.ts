@@ -5,11 +5,10 @@ import { summarize } from '../stats.js';
 import { errorText } from './context.js';
 import type { UncontendedSlice } from './uncontended.js';
 
-/** One repetition of A or B for one or two contenders, as a worker process runs it. */
-export interface SideBySideSpec {
+/** Turns of one or two contenders, whatever they run on (see {@link runInTurns}). */
+export interface TurnsSpec {
   /** A contender and the raw baseline, in the order of their turns; or one alone. */
   readonly ids: readonly string[];
-  readonly url: string;
   /** Start of every key. */
   readonly prefix: string;
   readonly loops: number;
@@ -17,6 +16,11 @@ export interface SideBySideSpec {
   readonly warmupMs: number;
   readonly sliceMs: number;
   readonly switchMs: number;
+}
+
+/** One repetition of A or B for one or two contenders, as a worker process runs it. */
+export interface SideBySideSpec extends TurnsSpec {
+  readonly url: string;
 }
 
 /** Each contender's slice, or the one that failed (the other is not to blame). */
@@ -68,15 +72,26 @@ class TurnTally {
  * A's median ratio of ours to raw was 0.92 with it and 1.01 without, over 9
  * repetitions each.
  */
-export async function runSideBySide(
+export function runSideBySide(
   spec: SideBySideSpec,
+): Promise<SideBySideOutcome> {
+  return runInTurns(spec, (id) => contender(id).create({ urls: [spec.url] }));
+}
+
+/**
+ * The turns of {@link runSideBySide} for instances that `open` makes of each
+ * of `spec.ids` (H opens them on a Sentinel group, a Cluster, a quorum).
+ */
+export async function runInTurns(
+  spec: TurnsSpec,
+  open: (id: string) => Promise<ContenderInstance>,
 ): Promise<SideBySideOutcome> {
   const { ids, loops, warmupMs, sliceMs, switchMs } = spec;
   const instances: ContenderInstance[] = [];
   try {
     for (const id of ids) {
       try {
-        instances.push(await contender(id).create({ urls: [spec.url] }));
+        instances.push(await open(id));
       } catch (error) {
         throw new ContenderFailure(id, error);
       }
@@ -121,7 +136,7 @@ export async function runSideBySide(
 async function runTurn(
   instance: ContenderInstance,
   prefix: string,
-  { loops, ttlMs, switchMs }: SideBySideSpec,
+  { loops, ttlMs, switchMs }: TurnsSpec,
   started: number[],
   tally: TurnTally,
 ): Promise<void> {

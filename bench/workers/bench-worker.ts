@@ -5,14 +5,18 @@
  * library's calls shape V8's optimisation of the code they share. In C it
  * opens a contender and runs its loops of a contention window when told,
  * reporting the events; in A and B it runs a contender's slices side by side
- * with the raw baseline.
+ * with the raw baseline, and in H ours and the raw lock on one deployment.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  openOnDeployment,
+  type DeploymentSide,
+} from '../contenders/deployments.js';
 import { contender } from '../contenders/index.js';
 import type { ContenderInstance } from '../contenders/types.js';
 import { runContention } from '../scenarios/contention-core.js';
 import { errorText } from '../scenarios/context.js';
-import { runSideBySide } from '../scenarios/side-by-side.js';
+import { runInTurns, runSideBySide } from '../scenarios/side-by-side.js';
 import type { WorkerReply, WorkerRequest } from './protocol.js';
 
 let instance: ContenderInstance | undefined;
@@ -46,6 +50,17 @@ async function handle(request: WorkerRequest): Promise<void> {
           sideBySide: await runSideBySide(request.spec),
         });
         return;
+      case 'deployment': {
+        const { deployment } = request.spec;
+        reply({
+          id: request.id,
+          ok: true,
+          sideBySide: await runInTurns(request.spec, (side) =>
+            openOnDeployment(side as DeploymentSide, deployment),
+          ),
+        });
+        return;
+      }
       case 'close': {
         const open = instance;
         instance = undefined;

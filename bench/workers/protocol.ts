@@ -2,6 +2,7 @@ import type {
   ContentionEvents,
   ContentionSpec,
 } from '../scenarios/contention-core.js';
+import type { DeploymentSliceSpec } from '../scenarios/h-deployments.js';
 import type {
   SideBySideOutcome,
   SideBySideSpec,
@@ -21,6 +22,11 @@ export type WorkerRequest =
       readonly id: number;
       readonly type: 'side-by-side';
       readonly spec: SideBySideSpec;
+    }
+  | {
+      readonly id: number;
+      readonly type: 'deployment';
+      readonly spec: DeploymentSliceSpec;
     };
 
 /** Worker -> parent: the answer to request `id`. */

@@ -1,0 +1,294 @@
+import type { Redis } from 'ioredis';
+import { startRedisCluster } from '../../test/support/redis-cluster.js';
+import { startSentinelGroup } from '../../test/support/redis-sentinel.js';
+import { connectIoredis, quitAll } from '../contenders/clients.js';
+import type { Deployment, DeploymentSide } from '../contenders/deployments.js';
+import { extent, median } from '../stats.js';
+import { BenchWorker } from '../workers/pool.js';
+import {
+  errorText,
+  rotation,
+  withTimeout,
+  type BenchContext,
+} from './context.js';
+import type { TurnsSpec } from './side-by-side.js';
+import type { UncontendedSlice } from './uncontended.js';
+
+export type DeploymentId = 'single' | 'sentinel' | 'cluster' | 'quorum';
+
+/** One repetition of H on one deployment, as the worker process runs it. */
+export interface DeploymentSliceSpec extends TurnsSpec {
+  readonly ids: readonly DeploymentSide[];
+  readonly deployment: Deployment;
+}
+
+/** One side's figures on a deployment: medians over the repetitions. */
+export interface DeploymentFigures {
+  readonly slices: UncontendedSlice[];
+  readonly cyclesPerSec: number;
+  readonly cycleP50: number;
+  readonly cycleP99: number;
+}
+
+export interface DeploymentRow {
+  readonly id: DeploymentId;
+  readonly label: string;
+  /** The module option ours ran with. */
+  readonly option: string;
+  /** What the raw lock beside it was. */
+  readonly rawDetail: string;
+  readonly error?: string;
+  readonly ours: DeploymentFigures;
+  readonly raw: DeploymentFigures;
+  /** Median over the repetitions of ours' cycles/s over raw's in the same slice. */
+  readonly cyclesRatio: number;
+  /** Ratio of the medians (as for every latency in the report). */
+  readonly p50Ratio: number;
+  readonly p99Ratio: number;
+  /** Smallest and largest per-repetition ratio (the spread behind the figures above). */
+  readonly cyclesRatioRange: readonly [number, number];
+  readonly p50RatioRange: readonly [number, number];
+  readonly p99RatioRange: readonly [number, number];
+}
+
+export interface DeploymentsResult {
+  readonly reps: number;
+  readonly warmupMs: number;
+  readonly sliceMs: number;
+  readonly switchMs: number;
+  readonly rows: DeploymentRow[];
+}
+
+/** H's deployments, in the report's order. */
+const deploymentInfo: readonly {
+  readonly id: DeploymentId;
+  readonly label: string;
+  readonly option: string;
+  readonly rawDetail: string;
+}[] = [
+  {
+    id: 'single',
+    label: 'one Redis',
+    option: 'redis: url',
+    rawDetail: 'raw lock on the same server',
+  },
+  {
+    id: 'sentinel',
+    label: 'Sentinel (1 master, 1 replica, 3 sentinels)',
+    option: 'redis: { sentinels, name }',
+    rawDetail: 'raw lock on a plain client to the master',
+  },
+  {
+    id: 'cluster',
+    label: 'Cluster (3 masters)',
+    option: 'cluster: startupNodes',
+    rawDetail: 'raw lock on an ioredis Cluster client',
+  },
+  {
+    id: 'quorum',
+    label: 'quorum (5 independent servers)',
+    option: 'nodes: urls',
+    rawDetail: 'raw quorum baseline (as in D)',
+  },
+];
+
+/** Steps of H: starting the deployments, then one per deployment and repetition. */
+export function plannedDeployments(ctx: BenchContext): number {
+  return 1 + ctx.config.deployments.reps * deploymentInfo.length;
+}
+
+/** A running deployment: where the pair runs, and admin connections to flush its masters. */
+interface Running {
+  readonly deployment: Deployment;
+  readonly admins: readonly Redis[];
+}
+
+/**
+ * H: sequential uncontended cycles (acquire + release, one loop, rotating
+ * over 1,000 keys) of our `LockService` at the module defaults on each
+ * deployment, side by side with a raw lock on the same deployment: both open
+ * at once in one worker process, taking turns of `switchMs` as in A. The
+ * deployments run at once, each repetition visits them in a rotated order,
+ * and on each deployment the raw lock takes the first turn in every other
+ * repetition.
+ */
+export async function runDeployments(
+  ctx: BenchContext,
+): Promise<DeploymentsResult> {
+  const { reps, warmupMs, sliceMs, switchMs } = ctx.config.deployments;
+  let worker = new BenchWorker();
+  const stops: (() => Promise<void>)[] = [];
+  const running = new Map<DeploymentId, Running>();
+  const errors = new Map<DeploymentId, string>();
+  const slices = new Map<
+    DeploymentId,
+    { ours: UncontendedSlice; raw: UncontendedSlice }[]
+  >(deploymentInfo.map(({ id }) => [id, []]));
+  try {
+    ctx.progress.step('H: starting Sentinel group, Cluster and 5 servers');
+    await startAll(ctx, running, errors, stops);
+    for (const [id, error] of errors)
+      ctx.progress.log(`H: ${id} failed to start: ${error}`);
+    for (let rep = 0; rep < reps; rep++) {
+      const order = rotation(
+        deploymentInfo.map(({ id }, index) => ({ id, index })),
+        rep,
+      );
+      for (const { id, index } of order) {
+        // Which side takes the first turn alternates from one repetition to
+        // the next on each deployment (by its place in the list: the place
+        // in the rotated order of an even number keeps its parity).
+        const ids: DeploymentSide[] =
+          (rep + index) % 2 === 0 ? ['raw', 'ours'] : ['ours', 'raw'];
+        ctx.progress.step(
+          `H: ${id}: ${ids.join(' | ')} (rep ${rep + 1}/${reps})`,
+        );
+        const on = running.get(id);
+        if (!on || errors.has(id)) continue;
+        const spec: DeploymentSliceSpec = {
+          ids,
+          deployment: on.deployment,
+          prefix: `bench:H:${rep}`,
+          loops: 1,
+          ttlMs: ctx.config.ttlMs,
+          warmupMs,
+          sliceMs,
+          switchMs,
+        };
+        const fail = (text: string) => {
+          errors.set(id, text);
+          ctx.progress.log(`H: ${id} failed: ${text}`);
+        };
+        try {
+          await worker.ready;
+          const reply = await withTimeout(
+            worker.request({ type: 'deployment', spec }),
+            2 * (warmupMs + sliceMs) + 60_000,
+            `H on ${id}`,
+          );
+          const outcome = reply.sideBySide!;
+          if ('failed' in outcome) {
+            fail(`${outcome.failed.id}: ${outcome.failed.error}`);
+          } else {
+            slices.get(id)!.push({
+              ours: outcome.slices.ours,
+              raw: outcome.slices.raw,
+            });
+          }
+        } catch (error) {
+          // The worker itself failed or hung: the next pair gets a new one.
+          fail(errorText(error));
+          await worker.stop();
+          worker = new BenchWorker();
+        } finally {
+          await Promise.all(
+            on.admins.map((admin) => admin.flushall().catch(() => undefined)),
+          );
+        }
+      }
+    }
+  } finally {
+    await worker.stop();
+    for (const { admins } of running.values()) await quitAll(admins);
+    await Promise.all(stops.map((stop) => stop().catch(() => undefined)));
+  }
+  return {
+    reps,
+    warmupMs,
+    sliceMs,
+    switchMs,
+    rows: deploymentInfo.map(({ id, label, option, rawDetail }) => {
+      const pairs = slices.get(id)!;
+      const figures = (side: DeploymentSide): DeploymentFigures => {
+        const s = pairs.map((pair) => pair[side]);
+        return {
+          slices: s,
+          cyclesPerSec: median(s.map((x) => x.cyclesPerSec)),
+          cycleP50: median(s.map((x) => x.cycle.p50)),
+          cycleP99: median(s.map((x) => x.cycle.p99)),
+        };
+      };
+      const ours = figures('ours');
+      const raw = figures('raw');
+      const perRep = (pick: (x: UncontendedSlice) => number) =>
+        pairs.map((pair) => pick(pair.ours) / pick(pair.raw));
+      const cycles = perRep((x) => x.cyclesPerSec);
+      return {
+        id,
+        label,
+        option,
+        rawDetail,
+        error: errors.get(id),
+        ours,
+        raw,
+        cyclesRatio: median(cycles),
+        p50Ratio: ours.cycleP50 / raw.cycleP50,
+        p99Ratio: ours.cycleP99 / raw.cycleP99,
+        cyclesRatioRange: extent(cycles),
+        p50RatioRange: extent(perRep((x) => x.cycle.p50)),
+        p99RatioRange: extent(perRep((x) => x.cycle.p99)),
+      };
+    }),
+  };
+}
+
+/**
+ * Starts the deployments at once: one Redis is the context's server, the
+ * others are new (stopped through `stops`). A deployment that fails to start
+ * gets its error, and the others run.
+ */
+async function startAll(
+  ctx: BenchContext,
+  running: Map<DeploymentId, Running>,
+  errors: Map<DeploymentId, string>,
+  stops: (() => Promise<void>)[],
+): Promise<void> {
+  const start = async (
+    id: DeploymentId,
+    open: () => Promise<Running>,
+  ): Promise<void> => {
+    try {
+      running.set(id, await open());
+    } catch (error) {
+      errors.set(id, `could not start: ${errorText(error)}`);
+    }
+  };
+  await Promise.all([
+    start('single', async () => ({
+      deployment: { kind: 'single', url: ctx.server.url },
+      admins: [await connectIoredis(ctx.server.url)],
+    })),
+    start('sentinel', async () => {
+      const group = await startSentinelGroup();
+      stops.push(() => group.stop());
+      return {
+        deployment: {
+          kind: 'sentinel',
+          sentinels: group.sentinels,
+          name: group.name,
+          masterUrl: group.master.url,
+        },
+        admins: [await connectIoredis(group.master.url)],
+      };
+    }),
+    start('cluster', async () => {
+      const cluster = await startRedisCluster({ masters: 3 });
+      stops.push(() => cluster.stop());
+      return {
+        deployment: { kind: 'cluster', startupNodes: cluster.startupNodes },
+        admins: await Promise.all(
+          cluster.masters.map((node) => connectIoredis(node.server.url)),
+        ),
+      };
+    }),
+    start('quorum', async () => {
+      // Stopped by the runner, as every server of ctx.startServers.
+      const servers = await ctx.startServers(5);
+      const urls = servers.map((server) => server.url);
+      return {
+        deployment: { kind: 'quorum', urls },
+        admins: await Promise.all(urls.map((url) => connectIoredis(url))),
+      };
+    }),
+  ]);
+}
