@@ -27,9 +27,10 @@ afterAll(async () => {
 });
 
 /** A service on its own Cluster connection (a "process"). */
-function open(handoffLeaseMs = 3000): LockService {
+function open(handoffLeaseMs = 3000, keyPrefix?: string): LockService {
   const client = new Cluster(cluster.startupNodes, {
     redisOptions: { maxRetriesPerRequest: 1 },
+    keyPrefix,
   });
   client.on('error', () => undefined);
   const backend = new RedisLockBackend({
@@ -61,6 +62,17 @@ it('wakes a waiter in another process through the shard channel, not the safety 
   expect(performance.now() - releasedAt).toBeLessThan(500);
   expect(await next.fence()).toBeGreaterThan(first);
   await next.release();
+});
+
+it('wakes a waiter through the shard channel when the client has a keyPrefix', async () => {
+  const [a, b] = [open(20_000, 'app:'), open(20_000, 'app:')];
+  const held = await a.acquire('prefixed');
+  const waiting = b.acquire('prefixed');
+  await sleep(100);
+  const releasedAt = performance.now();
+  await held.release();
+  await (await waiting).release();
+  expect(performance.now() - releasedAt).toBeLessThan(500);
 });
 
 it('serves waiters of several processes in arrival order', async () => {

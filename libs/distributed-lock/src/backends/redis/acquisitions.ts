@@ -156,6 +156,23 @@ export class Acquisitions {
       : Math.max(0, deadline - Date.now());
 
     if (waitMs > 0) await this.c.wakeupsFor(key);
+    try {
+      return await this.queue(request, started, deadline, waitMs);
+    } finally {
+      if (waitMs > 0) this.c.doneWaiting(key);
+    }
+  }
+
+  /** acquire.lua, and the wait it may lead to. */
+  private async queue(
+    request: AcquireRequest,
+    started: Started,
+    deadline: number,
+    waitMs: number,
+  ): Promise<LockGrant | LockBusy> {
+    const { key, token, leaseMs } = request;
+    const { waiters, grants, releases } = this.c;
+    const id = handoffId(key, token);
     waiters.acquiring.add(id);
     const sentAt = monotonicNow();
     let reply: AcquireReply;

@@ -76,7 +76,11 @@ export class LockContext {
     const onHandoff = (token: string, fencingToken: number, key: string) =>
       this.grants.deliver(token, fencingToken, key);
     this.listener = client.isCluster
-      ? new ShardWakeListener({ client: client as Cluster, onHandoff })
+      ? new ShardWakeListener({
+          client: client as Cluster,
+          onHandoff,
+          inUse: (key) => this.waiters.hasKey(key),
+        })
       : new WakeListener({
           client: client as Redis,
           keyPrefix: settings.keyPrefix,
@@ -121,6 +125,11 @@ export class LockContext {
   async wakeupsFor(key: string): Promise<void> {
     const ready = this.listener.prepare(key);
     if (ready) await this.calls.call(ready, 'subscribe');
+  }
+
+  /** An acquisition of `key` ended without leaving a waiter: its wake-ups may go. */
+  doneWaiting(key: string): void {
+    if (!this.waiters.hasKey(key)) this.listener.idle(key);
   }
 
   /** The lease a lock handed to `waiter` gets, until the waiter sets its own. */

@@ -76,10 +76,11 @@ export class QueueChecks {
       return;
     const remaining = waiter.deadline - Date.now();
     if (remaining <= 0) return;
-    await this.c.wakeupsFor(key);
+    // Marked first: nothing else may queue it again while it subscribes.
     waiters.acquiring.add(waiter.id);
-    const sentAt = monotonicNow();
     try {
+      await this.c.wakeupsFor(key);
+      const sentAt = monotonicNow();
       const reply = parseAcquireReply(
         await this.c.calls.call(
           this.c.commands.acquire(key, waiter.token, waiter.leaseMs, remaining),

@@ -7,10 +7,12 @@ import type { Waiter } from './waiter.js';
 
 /**
  * Events after which ioredis may re-send commands that were in flight: a
- * connection closed; on Cluster, also a node's connection failing or the
- * node leaving (its commands go to whichever node serves the slot now).
+ * connection closed; on Cluster, also a node leaving (its commands go to
+ * whichever node serves the slot now). A node's failed reconnects elsewhere
+ * in the Cluster do not count: a release they would excuse may really have
+ * found its lock lost.
  */
-const dropEvents = ['close', 'node error', '-node'] as const;
+const dropEvents = ['close', '-node'] as const;
 
 /**
  * Freeing a lock through Redis, which hands it to the next waiter in the same

@@ -7,6 +7,8 @@ const lingerMs = 5_000;
 export interface ShardWakeListenerOptions {
   /** The backend's cluster connection; the listener subscribes on a duplicate of it. */
   readonly client: Cluster;
+  /** Whether anyone here still waits for `key` (its channel must stay subscribed). */
+  readonly inUse: (key: string) => boolean;
   /** A lock was handed to `token`; `key` as the backend names it (no client prefix). */
   readonly onHandoff: (
     token: string,
@@ -50,6 +52,7 @@ export class ShardWakeListener {
    * the subscription is confirmed, or returns undefined when it was.
    */
   prepare(key: string): Promise<unknown> | undefined {
+    if (this.closed) return undefined;
     const known = this.channels.get(key);
     if (known) {
       clearTimeout(known.linger);
@@ -57,20 +60,28 @@ export class ShardWakeListener {
       return known.ready;
     }
     const subscriber = this.open();
-    const ready = subscriber.ssubscribe(this.channelOf(key)).catch((error) => {
-      this.channels.delete(key);
-      throw error;
-    });
-    this.channels.set(key, { ready });
-    return ready;
+    const entry: { ready: Promise<unknown>; linger?: NodeJS.Timeout } = {
+      ready: subscriber.ssubscribe(this.channelOf(key)).catch((error) => {
+        if (this.channels.get(key) === entry) this.channels.delete(key);
+        throw error;
+      }),
+    };
+    this.channels.set(key, entry);
+    return entry.ready;
   }
 
-  /** Nobody here waits for `key` any more: unsubscribe unless someone does again soon. */
+  /**
+   * Nobody here may wait for `key` any more: unsubscribe unless someone does
+   * again soon (a waiter registered meanwhile keeps it, and calls this again
+   * when it leaves).
+   */
   idle(key: string): void {
     const known = this.channels.get(key);
     if (!known || this.closed) return;
     clearTimeout(known.linger);
     known.linger = setTimeout(() => {
+      known.linger = undefined;
+      if (this.channels.get(key) !== known || this.options.inUse(key)) return;
       this.channels.delete(key);
       this.subscriber?.sunsubscribe(this.channelOf(key)).catch(() => undefined);
     }, lingerMs);
@@ -102,8 +113,9 @@ export class ShardWakeListener {
     };
   }
 
+  /** The channel as given to ioredis, which adds the client's key prefix itself (a channel is a key to it). */
   private channelOf(key: string): string {
-    return `${this.clientKeyPrefix}${key}:wake`;
+    return `${key}:wake`;
   }
 
   private open(): Cluster {
