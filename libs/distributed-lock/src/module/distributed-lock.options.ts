@@ -225,6 +225,20 @@ export function resolveLockOptions(
       `DistributedLockModule: leaseTime must be a positive number, got ${resolved.leaseTime}`,
     );
   }
+  if (options.replicaAcks !== undefined) {
+    const other = options.backend
+      ? 'backend'
+      : options.cluster
+        ? 'cluster'
+        : options.nodes
+          ? 'nodes'
+          : '';
+    if (other) {
+      throw new RangeError(
+        `DistributedLockModule: replicaAcks needs one Redis with replicas (redis), not ${other}`,
+      );
+    }
+  }
   if (options.cluster !== undefined) {
     const other = options.backend ? 'backend' : options.redis ? 'redis' : '';
     if (other) {

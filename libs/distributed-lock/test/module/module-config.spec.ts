@@ -382,6 +382,23 @@ describe('option validation', () => {
       { localHandoffWindow: -1 },
       /localHandoffWindow/,
     ],
+    [
+      'cluster together with redis',
+      { cluster: [{ host: '127.0.0.1', port: 1 }] },
+      /either cluster or redis/,
+    ],
+    [
+      'replicaAcks on a quorum',
+      {
+        replicaAcks: { replicas: 1 },
+        nodes: [
+          'redis://127.0.0.1:1',
+          'redis://127.0.0.1:2',
+          'redis://127.0.0.1:3',
+        ],
+      },
+      /replicaAcks|nodes/,
+    ],
   ] as const)(
     'rejects %s at startup with a RangeError',
     async (_name, options, message) => {

@@ -58,7 +58,6 @@ export class RedisLockBackend implements LockBackend {
       this.replicaAcks = new ReplicaAckCheck(
         this.context,
         options.replicaAcks,
-        (key, token, leaseMs) => this.extend(key, token, leaseMs),
         (key, token) => this.release(key, token),
       );
   }
@@ -154,6 +153,7 @@ export class RedisLockBackend implements LockBackend {
     await c.calls.drain(2 * commandTimeoutMs);
     c.releases.close();
     c.listener.close();
+    this.replicaAcks?.close();
     if (this.ownsClient) {
       // A Redis that stopped answering must not hold up the app's shutdown.
       const quit = c.client.quit().catch(() => undefined);
