@@ -105,7 +105,9 @@ export class QuorumAcquisition {
     if (attempt.kind === 'busy' && !attempt.lapsed) {
       // Just after the node's moment, not before it.
       if (attempt.wakeInMs !== undefined) return attempt.wakeInMs + 1;
-      return this.deadline - monotonicNow();
+      // No node said when: its votes did not count (restarted lately,
+      // reconnecting), and nothing will publish when that ends. Try again.
+      return this.context.retryDelayMs * (0.5 + Math.random());
     }
     return this.context.retryDelayMs * (0.5 + Math.random());
   }

@@ -215,10 +215,15 @@ export class QuorumLockBackend implements LockBackend {
   private async shutDown(): Promise<void> {
     // Each removes itself from the set as it settles.
     for (const acquisition of this.acquisitions) acquisition.cancel();
-    await settlesWithin(
-      Promise.allSettled(this.background),
-      this.options.nodeTimeoutMs * 2,
-    );
+    // Work under way may start more (late votes given back): wait until
+    // none is left, within the bound.
+    const patience = monotonicNow() + this.options.nodeTimeoutMs * 2;
+    while (this.background.size > 0 && monotonicNow() < patience) {
+      await settlesWithin(
+        Promise.allSettled(this.background),
+        patience - monotonicNow(),
+      );
+    }
     this.channels.close();
     this.guard.close();
     await Promise.all(

@@ -17,6 +17,13 @@ interface NodeWatch {
   mutedUntil: number;
   /** The connection closed and has not been ready since. */
   down: boolean;
+  /**
+   * The connection was ready and dropped before any `run_id` was read: a
+   * restart then cannot be told from the next read, so that read mutes it.
+   */
+  unread: boolean;
+  /** The connection has been ready at least once. */
+  wasReady: boolean;
   /** Numbers the reads, so only the latest one decides. */
   reads: number;
   /** Reads that failed since the connection became ready. */
@@ -59,7 +66,10 @@ export class RestartGuard {
         down: false,
         reads: 0,
         failures: 0,
+        unread: false,
+        wasReady: client.status === 'ready',
         onReady: () => {
+          watch.wasReady = true;
           watch.down = false;
           watch.failures = 0;
           this.readRunId(node);
@@ -67,6 +77,10 @@ export class RestartGuard {
         onClose: () => {
           watch.down = true;
           if (watch.runId !== undefined) watch.checking = true;
+          else if (watch.wasReady) {
+            watch.checking = true;
+            watch.unread = true;
+          }
         },
       };
       client.on('ready', watch.onReady);
@@ -133,10 +147,14 @@ export class RestartGuard {
         if (this.closed || read !== watch.reads) return;
         const runId = /^run_id:(\w+)/m.exec(info)?.[1];
         if (runId === undefined) throw new Error('INFO server has no run_id');
-        if (watch.runId !== undefined && watch.runId !== runId) {
+        if (
+          (watch.runId !== undefined && watch.runId !== runId) ||
+          watch.unread
+        ) {
           watch.mutedUntil = monotonicNow() + this.longestLeaseMs;
         }
         watch.runId = runId;
+        watch.unread = false;
         watch.checking = false;
       })
       .catch(() => {
