@@ -146,9 +146,7 @@ export class Acquisitions {
     request: AcquireRequest,
     started: Started,
   ): Promise<LockGrant | LockBusy> {
-    const { key, token, leaseMs } = request;
-    const { waiters, grants, releases } = this.c;
-    const id = handoffId(key, token);
+    const { key } = request;
     const deadline = started.at + Math.max(0, Math.floor(request.waitMs));
     // What is left of the wait after the bare SET found the key busy.
     const waitMs = request.signal?.aborted
