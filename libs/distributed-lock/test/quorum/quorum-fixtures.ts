@@ -12,8 +12,7 @@ import {
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
 
-export const sleep = (ms: number): Promise<void> =>
-  new Promise((resolve) => setTimeout(resolve, ms));
+export { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
 
 /** Starts `count` independent Redis masters. */
 export function startNodes(count: number): Promise<RedisServerHandle[]> {
@@ -113,19 +112,6 @@ export function seeded(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-/** Polls `condition` every 5 ms until it holds or `timeoutMs` passes. */
-export async function eventually(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 5_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline)
-      throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(5);
-  }
 }
 
 /** The p-th percentile (0..100) of `values`. */
