@@ -1,28 +1,22 @@
-import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
+import {
+  defineScripts,
+  readScript,
+  type ScriptCommand,
+} from '../lua-scripts.js';
 
-function readScript(name: string): string {
-  return readFileSync(
-    new URL(`./scripts/${name}.lua`, import.meta.url),
-    'utf8',
-  );
-}
+const read = (name: string) => readScript(import.meta.url, name);
 
-/**
- * Every script, read once when this module loads. The text is fixed from then
- * on, so ioredis runs each with EVALSHA and falls back to EVAL after a
- * NOSCRIPT (a node restarted and lost its script cache).
- */
+/** Every script, read once when this module loads. */
 const scripts = {
-  acquire: { numberOfKeys: 4, lua: readScript('acquire') },
-  release: { numberOfKeys: 4, lua: readScript('release') },
-  extend: { numberOfKeys: 3, lua: readScript('extend') },
-  fence: { numberOfKeys: 2, lua: readScript('fence') },
-  raiseFence: { numberOfKeys: 1, lua: readScript('raise-fence') },
+  acquire: { numberOfKeys: 4, lua: read('acquire') },
+  release: { numberOfKeys: 4, lua: read('release') },
+  extend: { numberOfKeys: 3, lua: read('extend') },
+  fence: { numberOfKeys: 2, lua: read('fence') },
+  raiseFence: { numberOfKeys: 1, lua: read('raise-fence') },
 } as const;
 
 type ScriptName = keyof typeof scripts;
-type Command = (...keysAndArgs: (string | number)[]) => Promise<unknown>;
 
 /** Reply of acquire.lua: `[1]`, `[0, pttl]` or `[2, ms until the head waiter lapses]`. */
 export type AcquireReply = readonly [0 | 1 | 2, number?];
@@ -47,20 +41,11 @@ export function wakeChannel(client: Redis, key: string): string {
 
 /** Typed callers of the scripts on one node. */
 export class QuorumScripts {
-  private readonly commands: Record<ScriptName, Command>;
+  private readonly commands: Record<ScriptName, ScriptCommand>;
 
   /** Registers the scripts on `client` (idempotent). */
   constructor(private readonly client: Redis) {
-    const target = client as unknown as Record<string, unknown>;
-    const commands = {} as Record<ScriptName, Command>;
-    for (const name of Object.keys(scripts) as ScriptName[]) {
-      const commandName = `quorumLock${name[0].toUpperCase()}${name.slice(1)}`;
-      if (typeof target[commandName] !== 'function') {
-        client.defineCommand(commandName, scripts[name]);
-      }
-      commands[name] = (target[commandName] as Command).bind(client);
-    }
-    this.commands = commands;
+    this.commands = defineScripts(client, 'quorumLock', scripts);
   }
 
   acquire(

@@ -1,12 +1,9 @@
-import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
-
-function readScript(name: string): string {
-  return readFileSync(
-    new URL(`./scripts/${name}.lua`, import.meta.url),
-    'utf8',
-  );
-}
+import {
+  defineScripts,
+  readScript,
+  type ScriptCommand,
+} from '../lua-scripts.js';
 
 const includeLine = /^-- #include ([a-z-]+)\n/gm;
 
@@ -16,8 +13,9 @@ const includeLine = /^-- #include ([a-z-]+)\n/gm;
  * rule; grant-next, the hand-off to the queue's next waiter).
  */
 function withIncludes(name: string): string {
-  return readScript(name).replace(includeLine, (_line, part: string) =>
-    readScript(part),
+  return readScript(import.meta.url, name).replace(
+    includeLine,
+    (_line, part: string) => readScript(import.meta.url, part),
   );
 }
 
@@ -43,23 +41,9 @@ const scripts = {
 type ScriptName = keyof typeof scripts;
 
 /** The script commands this backend adds to its ioredis client. */
-export type LockScriptCommands = {
-  [K in ScriptName]: (...keysAndArgs: (string | number)[]) => Promise<unknown>;
-};
-
-const prefix = 'distributedLock';
+export type LockScriptCommands = Record<ScriptName, ScriptCommand>;
 
 /** Registers the scripts on `client` (idempotent) and returns typed callers. */
 export function defineLockScripts(client: Redis | Cluster): LockScriptCommands {
-  const target = client as unknown as Record<string, unknown>;
-  const commands = {} as Record<ScriptName, LockScriptCommands[ScriptName]>;
-  for (const name of Object.keys(scripts) as ScriptName[]) {
-    const commandName = `${prefix}${name[0].toUpperCase()}${name.slice(1)}`;
-    if (typeof target[commandName] !== 'function') {
-      client.defineCommand(commandName, scripts[name]);
-    }
-    const command = target[commandName] as LockScriptCommands[ScriptName];
-    commands[name] = command.bind(client);
-  }
-  return commands as LockScriptCommands;
+  return defineScripts(client, 'distributedLock', scripts);
 }
