@@ -153,7 +153,8 @@ export class Acquisitions {
       ? 0
       : Math.max(0, deadline - Date.now());
 
-    if (waitMs > 0) await this.c.wakeupsFor(key);
+    const subscribing = waitMs > 0 ? this.c.wakeupsFor(key) : undefined;
+    if (subscribing) await subscribing;
     try {
       return await this.queue(request, started, deadline, waitMs);
     } finally {

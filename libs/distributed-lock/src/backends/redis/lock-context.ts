@@ -120,11 +120,12 @@ export class LockContext {
 
   /**
    * Resolves once a hand-off of `key` to this process would be heard (on
-   * Redis Cluster, its wake channel is subscribed); at once when it would.
+   * Redis Cluster, once its wake channel is subscribed); undefined when it
+   * would be already, which costs the contended path no promise.
    */
-  async wakeupsFor(key: string): Promise<void> {
+  wakeupsFor(key: string): Promise<unknown> | undefined {
     const ready = this.listener.prepare(key);
-    if (ready) await this.calls.call(ready, 'subscribe');
+    return ready && this.calls.call(ready, 'subscribe');
   }
 
   /** An acquisition of `key` ended without leaving a waiter: its wake-ups may go. */

@@ -79,7 +79,8 @@ export class QueueChecks {
     // Marked first: nothing else may queue it again while it subscribes.
     waiters.acquiring.add(waiter.id);
     try {
-      await this.c.wakeupsFor(key);
+      const subscribing = this.c.wakeupsFor(key);
+      if (subscribing) await subscribing;
       const sentAt = monotonicNow();
       const reply = parseAcquireReply(
         await this.c.calls.call(
