@@ -5,8 +5,9 @@
  */
 import { Redis } from 'ioredis';
 import { QuorumLockBackend } from '../../libs/distributed-lock/src/backends/quorum/quorum-lock-backend.js';
-import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
+import type { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
 import {
+  contentionLocks,
   printFaultTable,
   runContention,
   type ContentionReport,
@@ -27,17 +28,13 @@ function openService(nodes: RedisNodes): LockService {
     client.on('error', () => undefined);
     return client;
   });
-  return new LockService({
-    backend: new QuorumLockBackend({
+  return contentionLocks(
+    new QuorumLockBackend({
       nodes: clients,
       ownsClients: true,
       maxLeaseMs: 3000,
     }),
-    keyPrefix: 'lock:',
-    watchdogLeaseTime: 3000,
-    waitTime: 2000,
-    maxKeyLength: 512,
-  });
+  );
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));

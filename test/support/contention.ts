@@ -8,6 +8,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis/redis-lock-backend.js';
+import type { LockBackend } from '../../libs/distributed-lock/src/backends/lock-backend.js';
 import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
 import { FencedResource } from './fenced-resource.js';
 
@@ -20,13 +21,20 @@ export function contentionService(
   commandTimeoutMs = 1000,
 ): LockService {
   client.on('error', () => undefined);
-  return new LockService({
-    backend: new RedisLockBackend({
+  return contentionLocks(
+    new RedisLockBackend({
       client,
       ownsClient: true,
       commandTimeoutMs,
       handoffLeaseMs: 1000,
     }),
+  );
+}
+
+/** A contender for {@link runContention} on any backend (which it closes). */
+export function contentionLocks(backend: LockBackend): LockService {
+  return new LockService({
+    backend,
     keyPrefix: 'lock:',
     watchdogLeaseTime: 3000,
     waitTime: 2000,

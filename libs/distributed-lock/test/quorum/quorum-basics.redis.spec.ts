@@ -101,7 +101,8 @@ describe('QuorumLockBackend basics through LockService', () => {
       after + leaseMs - clockDriftMs(leaseMs),
     );
     expect(handle.expiresAt).toBeGreaterThan(
-      before + leaseMs - clockDriftMs(leaseMs) - 50,
+      // Less only by how late the round was sent (a loaded machine: tens of ms).
+      before + leaseMs - clockDriftMs(leaseMs) - 200,
     );
     await handle.release();
   });
