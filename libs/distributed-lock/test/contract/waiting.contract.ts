@@ -187,7 +187,9 @@ export function waitingContract(ctx: ContractContext): void {
             waitTime: 8000,
           }),
         );
-        await sleep(25);
+        // Apart by more than a first wait's set-up (on a Cluster, opening
+        // the process's subscriber) takes on a loaded machine.
+        await sleep(60);
       }
       await holder.release();
       await Promise.all(waiters);
