@@ -53,6 +53,47 @@ export interface LockBackend {
 
   /** Stops waiting callers and frees connections the backend owns. Idempotent. */
   close(): Promise<void>;
+
+  /**
+   * Process sessions, when the store keeps them (see {@link SessionStore}).
+   * Without them, a hold with no explicit lease renews its own lease.
+   */
+  readonly sessions?: SessionStore;
+}
+
+/**
+ * Process sessions: one short-lived record per process, which it keeps alive,
+ * and to which every lock held under a token of the form
+ * `<session id>.<random>` (see `session-token.ts`) is bound. A lock whose
+ * holder's session lapsed is free: the store (or a waiter, on its behalf)
+ * frees it with a compare-and-delete on the dead holder's token, and hands it
+ * to the next waiter, without waiting out the lock's own lease.
+ *
+ * The argument that this is safe rests on one rule every store keeps: **a
+ * session that lapsed never comes back.** It is renewed only while it still
+ * exists (`PEXPIRE`, never `SET`), and an id is never opened twice. So
+ * "session S is gone", once seen, stays true, and a takeover needs no
+ * atomicity across the session's record and the lock (on Redis Cluster they
+ * sit in different slots).
+ */
+export interface SessionStore {
+  /** Creates session `id` for `ttlMs`. Rejects when the store cannot confirm it. */
+  open(id: string, ttlMs: number): Promise<void>;
+  /**
+   * Sets the session's remaining time to `ttlMs` while it still exists.
+   * Resolves false when it had lapsed (it is not brought back); rejects with
+   * `LockBackendError` when the store cannot be reached in bounded time.
+   */
+  renew(id: string, ttlMs: number): Promise<boolean>;
+  /** Ends the session at once: every lock bound to it is free. */
+  end(id: string): Promise<void>;
+  /**
+   * The lease a session-bound lock's key carries in the store, renewed every
+   * third of it. Long, since the session frees the lock when its holder
+   * dies: it only bounds how long a key a dead holder left behind, which
+   * nobody asks for again, stays in the store.
+   */
+  readonly holdLeaseMs: number;
 }
 
 export interface AcquireRequest {

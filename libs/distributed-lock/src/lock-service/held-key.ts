@@ -6,6 +6,8 @@ import {
   monotonicNow,
 } from '../lease/lease-clock.js';
 import type { LockLostReason } from './lock-events.js';
+import type { ProcessSession, SessionBound } from '../session/process-session.js';
+import { sessionOf } from '../session/session-token.js';
 
 /** How a hold keeps its lease. */
 export interface LeasePolicy {
@@ -13,6 +15,11 @@ export interface LeasePolicy {
   readonly leaseMs: number;
   /** True: renew every leaseMs/3 until released (no explicit `leaseTime`). */
   readonly watchdog: boolean;
+  /**
+   * The process session the hold is bound to (its token names it): the hold
+   * is lost when the session lapses, whatever its own lease.
+   */
+  readonly session?: ProcessSession;
 }
 
 export interface HeldKeyInit {
@@ -46,7 +53,7 @@ export interface HeldKeyInit {
  * of its own only while a renewal is on its way or failing, and for an
  * explicit lease: an uncontended hold costs one timer, as it did before.
  */
-export class HeldKey {
+export class HeldKey implements SessionBound {
   readonly name: string;
   readonly scopeKey: string;
   readonly storeKey: string;
@@ -77,6 +84,8 @@ export class HeldKey {
   /** The last of them: the next one is sent after it. */
   private lastLeaseCommand: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  /** The session bound to, while bound. */
+  private session?: ProcessSession;
   private readonly backend: LockBackend;
   private readonly onLost: HeldKeyInit['onLost'];
 
@@ -113,11 +122,27 @@ export class HeldKey {
     } else {
       this.armDeadline();
     }
+    const { session } = init.policy;
+    if (session) {
+      // The session lapsed while the grant was on its way: someone else may
+      // hold the lock already.
+      if (session.bind(this, sessionOf(this.token) ?? '')) this.session = session;
+      else this.markLost('session-expired');
+    }
+  }
+
+  /** The process session lapsed: every hold bound to it is lost. */
+  sessionLapsed(): void {
+    this.session = undefined;
+    if (!this.stopped) this.markLost('session-expired');
   }
 
   /** Local estimate (ms since epoch) of when the lease ends; errs early. */
   get expiresAt(): number {
-    return Date.now() + (this.deadline - monotonicNow());
+    const end = this.session
+      ? Math.min(this.deadline, this.session.liveUntil)
+      : this.deadline;
+    return Date.now() + (end - monotonicNow());
   }
 
   get signal(): AbortSignal {
@@ -139,8 +164,11 @@ export class HeldKey {
    * blocked): whoever looks is told at once, not at the next timers phase.
    */
   private lostIfPastDeadline(): void {
-    if (!this.lostWith && !this.stopped && monotonicNow() >= this.deadline)
-      this.markLostAtDeadline();
+    if (this.lostWith || this.stopped) return;
+    if (monotonicNow() >= this.deadline) this.markLostAtDeadline();
+    // Reading the live session tells every hold bound to it if it lapsed.
+    else if (this.session && this.session.liveId === undefined)
+      this.sessionLapsed();
   }
 
   /**
@@ -262,6 +290,8 @@ export class HeldKey {
   /** Stops renewing and watching the deadline (release, shutdown). */
   stop(): void {
     this.stopped = true;
+    this.session?.unbind(this);
+    this.session = undefined;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.disarmDeadline();
@@ -324,6 +354,8 @@ export class HeldKey {
 
   private markLost(reason: LockLostReason): void {
     if (this.lostWith) return;
+    this.session?.unbind(this);
+    this.session = undefined;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.disarmDeadline();

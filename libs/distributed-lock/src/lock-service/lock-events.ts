@@ -5,7 +5,12 @@ export type LockLostReason =
   /** An explicit `leaseTime` ran out while the holder still held the lock. */
   | 'lease-expired'
   /** Renewals failed (Redis unreachable) until the lease ran out. */
-  | 'renewal-failed';
+  | 'renewal-failed'
+  /**
+   * The process's lock session lapsed (renewals failed, or the process was
+   * paused) while the lock was held: every lock bound to it is lost.
+   */
+  | 'session-expired';
 
 /** Payload of the `lost` event of {@link LockService.events}. */
 export interface LockLostEvent {

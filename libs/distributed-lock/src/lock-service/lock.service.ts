@@ -8,6 +8,7 @@ import type {
   LockGrant,
 } from '../backends/lock-backend.js';
 import {
+  LockBackendError,
   LockError,
   LockLostError,
   LockNotAcquiredError,
@@ -18,12 +19,16 @@ import { HeldKey, type LeasePolicy } from './held-key.js';
 import type { LockEventMap, LockLostReason } from './lock-events.js';
 import { LockHandle } from './lock-handle.js';
 import { lockScope } from './lock-scope.js';
+import { ProcessSession } from '../session/process-session.js';
+import { sessionToken } from '../session/session-token.js';
 
 /** Per-call options of {@link LockService.acquire} and friends. */
 export interface LockOptions {
   /**
-   * Lease in ms. Given: the lock expires after it and is never renewed.
-   * Omitted: a watchdog renews the lease while the holder runs.
+   * Lease in ms. Given: the lock expires after it and is never renewed, also
+   * when its holder dies (no crash recovery before then). Omitted: the lock
+   * is bound to the process's session, and freed within the session's TTL if
+   * the process dies (or, with sessions off, a watchdog renews its lease).
    */
   readonly leaseTime?: number;
   /** How long to wait for a busy lock, in ms; 0 tries once. */
@@ -39,8 +44,14 @@ export interface LockServiceSettings {
   readonly keyPrefix: string;
   /** Default explicit lease; undefined means watchdog. */
   readonly leaseTime?: number;
-  /** Lease kept alive by the watchdog. */
+  /** Lease kept alive by the watchdog, when the hold is bound to no session. */
   readonly watchdogLeaseTime: number;
+  /**
+   * TTL of the process session, in ms. Holds without an explicit lease are
+   * bound to it when the backend keeps sessions. Undefined: no session;
+   * such holds renew their own lease (`watchdogLeaseTime`).
+   */
+  readonly sessionTtl?: number;
   /** Default wait. */
   readonly waitTime: number;
   readonly maxKeyLength: number;
@@ -67,9 +78,21 @@ export class LockService {
   private readonly logger = new Logger('DistributedLock');
   private readonly instanceId = randomBytes(6).toString('hex');
   private readonly active = new Set<HeldKey>();
+  private readonly session?: ProcessSession;
   private closed = false;
 
-  constructor(private readonly settings: LockServiceSettings) {}
+  constructor(private readonly settings: LockServiceSettings) {
+    const store = settings.backend.sessions;
+    if (store && settings.sessionTtl !== undefined)
+      this.session = new ProcessSession(
+        store,
+        checkedMs('sessionTtl', settings.sessionTtl, false),
+        (id, holds) =>
+          this.logger.warn(
+            `Lock session ${id} lapsed (renewals failed or the process was paused); ${holds} lock(s) bound to it are lost`,
+          ),
+      );
+  }
 
   /**
    * Acquires every key (all or nothing, in a canonical order so that two callers
@@ -106,6 +129,19 @@ export class LockService {
     } catch (error) {
       return Promise.reject(error as Error);
     }
+    const { session } = attempt.policy;
+    if (!session) return this.start(attempt);
+    const sessionId = session.liveId;
+    if (sessionId !== undefined)
+      return this.start(bindToSession(attempt, sessionId));
+    // The first hold of this session (or of the one after a lapse): its
+    // record must exist before any lock is stored under its name.
+    return session
+      .ready()
+      .then((id) => this.start(bindToSession(attempt, id)));
+  }
+
+  private start(attempt: Attempt): Promise<LockHandle> {
     const outer = lockScope.getStore()?.held;
     if (attempt.names.length === 1 && !outer) return this.acquireOne(attempt);
     return this.acquireEach(attempt, outer);
@@ -171,12 +207,17 @@ export class LockService {
     });
   }
 
-  /** Stops every watchdog and closes the backend. Held locks end with their leases. */
+  /**
+   * Stops every watchdog, ends the process session and closes the backend.
+   * Locks bound to the session are free at once; locks with an explicit
+   * lease end with it.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const held of this.active) held.stop();
     this.active.clear();
+    await this.session?.close();
     await this.settings.backend.close();
   }
 
@@ -201,6 +242,7 @@ export class LockService {
     return pending.then((result) => {
       if (!result.acquired) throw this.notAcquired(name, attempt, result);
       const held = this.hold(name, storeKey, attempt, result, sentAt);
+      if (held.lost) return this.sessionLapsedMeanwhile(held);
       return new LockHandle([held], this.releaseHeld, false);
     });
   }
@@ -239,9 +281,11 @@ export class LockService {
         if (!result.acquired) throw this.notAcquired(name, attempt, result);
         taken.push(this.hold(name, storeKey, attempt, result, sentAt));
       }
-      // A key's lease ran out while the later keys were awaited: the caller
-      // never gets a handle on a lock that is not all there.
+      // A key's lease (or the session) ran out while the later keys were
+      // awaited: the caller never gets a handle on a lock not all there.
       const lapsed = taken.find((held) => held.lost);
+      if (lapsed && attempt.policy.session)
+        throw sessionLapsedError(lapsed.name);
       if (lapsed)
         throw new LockNotAcquiredError(
           lapsed.name,
@@ -252,6 +296,12 @@ export class LockService {
       throw error;
     }
     return new LockHandle(taken, this.releaseHeld, reentrant);
+  }
+
+  /** The session lapsed while the grant was on its way: give the lock back, fail. */
+  private async sessionLapsedMeanwhile(held: HeldKey): Promise<never> {
+    await this.releaseHeld([held]).catch(() => undefined);
+    throw sessionLapsedError(held.name);
   }
 
   /** The backend request for `storeKey`, sent at `now` (ms since epoch). */
@@ -375,6 +425,9 @@ export class LockService {
   private leasePolicy(leaseTime: number | undefined): LeasePolicy {
     const explicit = leaseTime ?? this.settings.leaseTime;
     if (explicit === undefined) {
+      const { session } = this;
+      if (session)
+        return { leaseMs: session.holdLeaseMs, watchdog: true, session };
       return { leaseMs: this.settings.watchdogLeaseTime, watchdog: true };
     }
     return {
@@ -396,6 +449,17 @@ function checkedMs(name: string, value: number, zeroAllowed: boolean): number {
     );
   }
   return value;
+}
+
+/** The attempt, its owner token bound to session `sessionId`. */
+function bindToSession(attempt: Attempt, sessionId: string): Attempt {
+  return { ...attempt, token: sessionToken(sessionId, attempt.token) };
+}
+
+function sessionLapsedError(name: string): LockBackendError {
+  return new LockBackendError(
+    `Lock "${name}" was granted after this process's lock session lapsed (Redis unreachable, or the process paused); it was given back`,
+  );
 }
 
 /** True for any error this library throws. */

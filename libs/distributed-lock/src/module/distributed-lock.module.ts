@@ -106,6 +106,7 @@ function createLockService(options: DistributedLockModuleOptions): LockService {
       keyPrefix: resolved.keyPrefix,
       leaseTime: resolved.leaseTime,
       watchdogLeaseTime: resolved.watchdogLeaseTime,
+      sessionTtl: resolved.sessionTtl,
       waitTime: resolved.waitTime,
       maxKeyLength: resolved.maxKeyLength,
     },

@@ -66,11 +66,26 @@ export interface DistributedLockModuleOptions {
   /** Prefix of every lock key in Redis. Default `'lock:'`. */
   readonly keyPrefix?: string;
   /**
-   * Default lease in ms. When set, locks expire after it and are not renewed.
-   * Default: unset, so a watchdog keeps each lock for as long as its holder runs.
+   * Default lease in ms. When set, locks expire after it and are not renewed,
+   * also when their holder dies: a fixed bound instead of crash recovery.
+   * Default: unset, so each lock is kept for as long as its holder runs,
+   * bound to the process session (see `sessionTtl`).
    */
   readonly leaseTime?: number;
-  /** Lease the watchdog keeps alive, renewed every third of it. Default 30000 ms. */
+  /**
+   * TTL of the process session in ms: one record per process, renewed every
+   * third of it with one command however many locks are held. Every lock
+   * taken without a `leaseTime` is bound to it, so a process that dies, is
+   * frozen or is cut off loses all its locks, to the next waiters, within
+   * this long; the holder is told first. `false` turns sessions off: each
+   * such lock renews its own lease (`watchdogLeaseTime`). Default 5000 ms.
+   */
+  readonly sessionTtl?: number | false;
+  /**
+   * With sessions off (or on a custom backend without them), the lease a
+   * lock without `leaseTime` keeps alive, renewed every third of it.
+   * Default 30000 ms.
+   */
   readonly watchdogLeaseTime?: number;
   /** Default time to wait for a busy lock, in ms (0 tries once). Default 5000 ms. */
   readonly waitTime?: number;
@@ -139,6 +154,8 @@ export interface ResolvedLockOptions extends Required<
   >
 > {
   readonly leaseTime?: number;
+  /** Undefined when sessions are off. */
+  readonly sessionTtl?: number;
   readonly statuses: Required<LockErrorStatuses>;
   readonly mapError?: DistributedLockModuleOptions['mapError'];
 }
@@ -146,6 +163,7 @@ export interface ResolvedLockOptions extends Required<
 export const lockOptionDefaults = {
   redisUrl: 'redis://127.0.0.1:6379',
   keyPrefix: 'lock:',
+  sessionTtl: 5_000,
   watchdogLeaseTime: 30_000,
   waitTime: 5_000,
   maxKeyLength: 512,
@@ -169,6 +187,10 @@ export function resolveLockOptions(
   const resolved: ResolvedLockOptions = {
     keyPrefix: options.keyPrefix ?? lockOptionDefaults.keyPrefix,
     leaseTime: options.leaseTime,
+    sessionTtl:
+      options.sessionTtl === false
+        ? undefined
+        : (options.sessionTtl ?? lockOptionDefaults.sessionTtl),
     watchdogLeaseTime:
       options.watchdogLeaseTime ?? lockOptionDefaults.watchdogLeaseTime,
     waitTime: options.waitTime ?? lockOptionDefaults.waitTime,
@@ -223,6 +245,14 @@ export function resolveLockOptions(
   ) {
     throw new RangeError(
       `DistributedLockModule: leaseTime must be a positive number, got ${resolved.leaseTime}`,
+    );
+  }
+  if (
+    resolved.sessionTtl !== undefined &&
+    (!(resolved.sessionTtl >= 300) || !Number.isFinite(resolved.sessionTtl))
+  ) {
+    throw new RangeError(
+      `DistributedLockModule: sessionTtl must be false or at least 300 ms, got ${resolved.sessionTtl}`,
     );
   }
   if (options.replicaAcks !== undefined) {
