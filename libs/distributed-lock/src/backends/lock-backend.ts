@@ -88,6 +88,12 @@ export interface SessionStore {
   /** Ends the session at once: every lock bound to it is free. */
   end(id: string): Promise<void>;
   /**
+   * Calls `listener` whenever the connection to the store was lost and made
+   * again: the store may have restarted empty or failed over, so the session
+   * is renewed at once rather than at its next turn. Returns the unsubscribe.
+   */
+  onReconnect?(listener: () => void): () => void;
+  /**
    * The lease a session-bound lock's key carries in the store, renewed every
    * third of it. Long, since the session frees the lock when its holder
    * dies: it only bounds how long a key a dead holder left behind, which

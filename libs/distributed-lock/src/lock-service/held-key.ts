@@ -73,6 +73,7 @@ export class HeldKey implements SessionBound {
   /** Created on first use of {@link signal}: most holds never look at it. */
   private controller?: AbortController;
   private lostWith?: LockLostError;
+  private lostBecause?: LockLostReason;
   /** A fence request under way, shared by concurrent callers. */
   private fencing?: Promise<number>;
   /** The next renewal. */
@@ -127,14 +128,21 @@ export class HeldKey implements SessionBound {
       // The session lapsed while the grant was on its way: someone else may
       // hold the lock already.
       if (session.bind(this, sessionOf(this.token) ?? '')) this.session = session;
-      else this.markLost('session-expired');
+      // Never handed to the caller: nobody to tell.
+      else this.markLost('session-expired', false);
     }
   }
 
   /** The process session lapsed: every hold bound to it is lost. */
   sessionLapsed(): void {
     this.session = undefined;
+    this.deadline = Math.min(this.deadline, monotonicNow());
     if (!this.stopped) this.markLost('session-expired');
+  }
+
+  /** Why the hold was lost; undefined while it is not. */
+  get lostReason(): LockLostReason | undefined {
+    return this.lost ? this.lostBecause : undefined;
   }
 
   /** Local estimate (ms since epoch) of when the lease ends; errs early. */
@@ -352,8 +360,10 @@ export class HeldKey implements SessionBound {
     this.markLost(this.policy.watchdog ? 'renewal-failed' : 'lease-expired');
   };
 
-  private markLost(reason: LockLostReason): void {
+  private markLost(reason: LockLostReason, report = true): void {
     if (this.lostWith) return;
+    this.lostBecause = reason;
+    this.deadline = Math.min(this.deadline, monotonicNow());
     this.session?.unbind(this);
     this.session = undefined;
     clearTimeout(this.timer);
@@ -364,6 +374,6 @@ export class HeldKey implements SessionBound {
       `Lock "${this.name}" was lost (${reason})`,
     );
     this.controller?.abort(this.lostWith);
-    this.onLost(this, reason);
+    if (report) this.onLost(this, reason);
   }
 }

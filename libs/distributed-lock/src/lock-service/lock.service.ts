@@ -134,11 +134,30 @@ export class LockService {
     const sessionId = session.liveId;
     if (sessionId !== undefined)
       return this.start(bindToSession(attempt, sessionId));
+    // Joining locks the chain holds takes no new lock, so needs no session.
+    if (this.joinsOnly(attempt.names)) return this.start(attempt);
     // The first hold of this session (or of the one after a lapse): its
     // record must exist before any lock is stored under its name.
-    return session
-      .ready()
-      .then((id) => this.start(bindToSession(attempt, id)));
+    return session.ready().then(
+      (id) => this.start(bindToSession(attempt, id)),
+      (error: unknown) => {
+        if (this.closed)
+          throw new LockNotAcquiredError(attempt.names.join(', '), 0);
+        throw error;
+      },
+    );
+  }
+
+  /** Whether the calling chain holds every one of `names` already (a reentrant acquisition). */
+  private joinsOnly(names: readonly string[]): boolean {
+    const outer = lockScope.getStore()?.held;
+    return (
+      outer !== undefined &&
+      names.every(
+        (name) =>
+          (outer.get(this.scopeKey(this.storeKey(name)))?.holds ?? 0) > 0,
+      )
+    );
   }
 
   private start(attempt: Attempt): Promise<LockHandle> {
@@ -177,6 +196,16 @@ export class LockService {
     }
   }
 
+  /**
+   * The id of this service's live process session (the `<id>` of its
+   * `lock:session:{<id>}` record, and the prefix of its holders' tokens), or
+   * undefined while none is open (none was needed yet, sessions are off, or
+   * it lapsed and the next hold opens a new one).
+   */
+  get sessionId(): string | undefined {
+    return this.session?.liveId;
+  }
+
   /** Whether anyone holds `key` right now. */
   async isLocked(key: string): Promise<boolean> {
     return this.settings.backend.isLocked(
@@ -208,16 +237,19 @@ export class LockService {
   }
 
   /**
-   * Stops every watchdog, ends the process session and closes the backend.
-   * Locks bound to the session are free at once; locks with an explicit
+   * Stops every watchdog and the session's renewals, and closes the backend.
+   * With no lock held, the process session ends at once. Locks still held
+   * (a handler may still run under them) keep their protection until the
+   * session lapses by itself, within `sessionTtl`; locks with an explicit
    * lease end with it.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    const idle = this.active.size === 0;
     for (const held of this.active) held.stop();
     this.active.clear();
-    await this.session?.close();
+    await this.session?.close(idle);
     await this.settings.backend.close();
   }
 
@@ -242,7 +274,8 @@ export class LockService {
     return pending.then((result) => {
       if (!result.acquired) throw this.notAcquired(name, attempt, result);
       const held = this.hold(name, storeKey, attempt, result, sentAt);
-      if (held.lost) return this.sessionLapsedMeanwhile(held);
+      if (held.lostReason === 'session-expired')
+        return this.sessionLapsedMeanwhile(held);
       return new LockHandle([held], this.releaseHeld, false);
     });
   }
@@ -284,7 +317,7 @@ export class LockService {
       // A key's lease (or the session) ran out while the later keys were
       // awaited: the caller never gets a handle on a lock not all there.
       const lapsed = taken.find((held) => held.lost);
-      if (lapsed && attempt.policy.session)
+      if (lapsed?.lostReason === 'session-expired')
         throw sessionLapsedError(lapsed.name);
       if (lapsed)
         throw new LockNotAcquiredError(

@@ -39,6 +39,7 @@ export class ProcessSession {
   private deadlineTimer?: NodeJS.Timeout;
   private readonly bound = new Set<SessionBound>();
   private closed = false;
+  private readonly stopWatching: () => void;
 
   /**
    * @param onLapse called after the holds of a lapsed session were told
@@ -49,7 +50,14 @@ export class ProcessSession {
     readonly ttlMs: number,
     private readonly onLapse: (id: string, holds: number) => void = () =>
       undefined,
-  ) {}
+  ) {
+    // A store that restarted empty or failed over may have lost the record:
+    // renewing at once finds out now, not a third of the TTL later.
+    this.stopWatching =
+      store.onReconnect?.(() => {
+        if (this.id !== undefined && !this.closed) this.scheduleRenewal(0);
+      }) ?? (() => undefined);
+  }
 
   /** The lease a session hold's key carries in the store. */
   get holdLeaseMs(): number {
@@ -98,18 +106,21 @@ export class ProcessSession {
   }
 
   /**
-   * Stops renewing and ends the session in the store, so that every lock
-   * still bound to it is free at once. Holds are not told: the caller stops
+   * Stops renewing. With `end`, also ends the session in the store, so that
+   * every lock still bound to it is free at once; without, the session
+   * lapses by itself within its TTL. Holds are not told: the caller stops
    * them first. Idempotent.
    */
-  async close(): Promise<void> {
+  async close(end: boolean): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.stopWatching();
     const id = this.id;
     this.stopTimers();
     this.id = undefined;
     this.bound.clear();
-    if (id !== undefined) await this.store.end(id).catch(() => undefined);
+    if (id !== undefined && end)
+      await this.store.end(id).catch(() => undefined);
   }
 
   private async open(): Promise<string> {

@@ -240,11 +240,44 @@ describe('connection ownership and shutdown', () => {
     }
   });
 
+  it('on close, lets the session lapse under a lock still held, and ends an idle one at once', async () => {
+    const app = await start({
+      imports: [
+        DistributedLockModule.forRoot({ redis: server.url, sessionTtl: 600 }),
+      ],
+    });
+    await app.get(LockService).acquire('bound');
+    // The session is renewed every 200 ms: still held well past its 600 ms TTL.
+    await sleep(900);
+    const other = await start({
+      imports: [DistributedLockModule.forRoot({ redis: server.url })],
+    });
+    const locks = other.get(LockService);
+    expect(await locks.isLocked('bound')).toBe(true);
+
+    // A handler may still run under the lock: it keeps it until the session,
+    // no longer renewed, lapses.
+    await stop(app);
+    const closedAt = Date.now();
+    const [session] = await observer.keys('lock:session:*');
+    expect(await observer.pttl(session)).toBeLessThanOrEqual(600);
+    await eventually(async () => !(await locks.isLocked('bound')), 2_000);
+    expect(Date.now() - closedAt).toBeLessThan(1_600);
+    const taken = await locks.acquire('bound', { waitTime: 0 });
+    expect(await taken.fence()).toBeGreaterThan(0);
+    await taken.release();
+
+    // Nothing held: the session ends with the app.
+    await stop(other);
+    expect(await observer.keys('lock:session:*')).toEqual([]);
+  });
+
   it('stops renewing on close: an unreleased watchdog lock runs out its lease', async () => {
     const app = await start({
       imports: [
         DistributedLockModule.forRoot({
           redis: server.url,
+          sessionTtl: false,
           watchdogLeaseTime: 600,
         }),
       ],
@@ -284,9 +317,13 @@ describe('connection ownership and shutdown', () => {
     // running until runTs kills it); generous bound for a loaded machine.
     expect(exitedAt - report.closedAt).toBeLessThan(5_000);
     await eventually(async () => (await connectionCount()) === 0, 2_000);
-    // The held lock was left to its lease, not renewed by anyone.
-    const pttl = await observer.pttl('lock:{worker:held}');
-    expect(pttl).toBeLessThanOrEqual(3_000);
+    // The held lock is bound to the app's session, left to lapse: nobody
+    // renews it any more.
+    const holder = await observer.get('lock:{worker:held}');
+    const sessionId = /^([\w-]+)\./.exec(holder ?? '')?.[1];
+    expect(sessionId).toBeDefined();
+    const pttl = await observer.pttl(`lock:session:{${sessionId}}`);
+    expect(pttl).toBeLessThanOrEqual(5_000);
   });
 });
 

@@ -16,6 +16,10 @@ import {
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
+  clearAllButSessions,
+  keysButSessions,
+} from '../../../../test/support/clear-keys.js';
+import {
   firstValueFrom,
   isObservable,
   lastValueFrom,
@@ -47,7 +51,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await observer.flushall();
+  await clearAllButSessions(observer);
 });
 
 afterAll(async () => {
@@ -214,7 +218,7 @@ describe('@DistributedLock on providers', () => {
         app.get(Checkout).buy(undefined as unknown as string),
       ).rejects.toBeInstanceOf(LockKeyError);
       expect(inventory.locks).toHaveLength(callsBefore);
-      expect(await observer.keys('lock:*')).toEqual([]);
+      expect(await keysButSessions(observer)).toEqual([]);
     });
 
     it('releases the lock and passes the error on when the method throws', async () => {
@@ -493,7 +497,7 @@ describe.each<RpcSetup>(['createNestMicroservice', 'connectMicroservice'])(
         statusCode: 400,
         code: 'LOCK_KEY_INVALID',
       });
-      expect(await observer.keys('lock:*')).toEqual([]);
+      expect(await keysButSessions(observer)).toEqual([]);
     });
 
     it('holds the lock while an @EventPattern handler runs, one at a time per key', async () => {

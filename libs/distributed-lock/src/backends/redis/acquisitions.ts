@@ -3,6 +3,7 @@ import {
   leaseDeadline,
   monotonicNow,
 } from '../../lease/lease-clock.js';
+import { sameSession } from '../../session/session-token.js';
 import type { AcquireRequest, LockBusy, LockGrant } from '../lock-backend.js';
 import type { LocalHold } from './local-holds.js';
 import type { LockContext } from './lock-context.js';
@@ -86,7 +87,8 @@ export class Acquisitions {
       !request.signal?.aborted &&
       hold.expiresAt > now &&
       hold.holder !== request.token &&
-      hold.storedAs !== request.token
+      hold.storedAs !== request.token &&
+      sameSession(hold.storedAs, request.token)
     );
   }
 
@@ -139,6 +141,31 @@ export class Acquisitions {
           return { acquired: true, leaseMs };
         return this.confirmTaken(request, started, undefined);
       },
+    );
+  }
+
+  /**
+   * Found busy, not queued (try-once): if the holder's process session is
+   * gone, the lock is free. It is freed from that holder (and served to the
+   * queue, if anyone waits) and tried once more.
+   */
+  private async unlessHolderDied(
+    request: AcquireRequest,
+    started: Started,
+    holder: string,
+    pttl: number,
+  ): Promise<LockGrant | LockBusy> {
+    const left = await this.c.sessions.holderSessionLeft(holder, true);
+    if (left !== 0) return busy(pttl);
+    await this.c.calls.call(
+      this.c.commands.kick(request.key, [], holder),
+      'check',
+    );
+    return this.queue(
+      request,
+      { ...started, freedDeadHolder: true },
+      started.at,
+      0,
     );
   }
 
@@ -209,10 +236,12 @@ export class Acquisitions {
         leaseMs: sentAt + leaseMs - started.calledAt,
       };
     }
-    const [, pttl, entry] = reply;
+    const [, pttl, entry, holder] = reply;
     this.c.contended.remember(key);
     if (entry === undefined) {
       grants.forgetEarlyHandoff(key, token);
+      if (holder !== undefined && !started.freedDeadHolder)
+        return this.unlessHolderDied(request, started, holder, pttl);
       return busy(pttl);
     }
     return this.c.waiting.wait(
@@ -221,7 +250,7 @@ export class Acquisitions {
       started,
       sentAt,
       deadline,
-      Number(pttl),
+      this.c.sessions.firstCheckIn(holder, Number(pttl)),
     );
   }
 }

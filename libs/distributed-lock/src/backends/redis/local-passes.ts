@@ -3,6 +3,7 @@ import {
   leaseDeadline,
   monotonicNow,
 } from '../../lease/lease-clock.js';
+import { sameSession } from '../../session/session-token.js';
 import type { LocalHold } from './local-holds.js';
 import type { LockContext } from './lock-context.js';
 import type { Waiter } from './waiter.js';
@@ -33,7 +34,10 @@ export class LocalPasses {
     const next = this.mayPassOver(hold, mono)
       ? this.c.waiters.oldestLocal(key, Date.now())
       : undefined;
-    if (next) {
+    // The lock stays stored under the first holder's token, so it stays bound
+    // to that token's session: only a holder bound to the same one (or, like
+    // it, to none) may have it passed on.
+    if (next && sameSession(next.token, hold.storedAs)) {
       const leaseMs = this.c.handoffLease(next);
       // A lease about to end is not passed on: its new holder would have to
       // renew it at once, a round trip as long as a release's.

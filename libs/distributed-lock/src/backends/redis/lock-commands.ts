@@ -123,8 +123,18 @@ export class LockCommands {
     );
   }
 
-  /** kick.lua: serve a lock whose holder died, and report each entry's state. */
-  kick(key: string, entries: string[]): Promise<unknown> {
-    return this.scripts.lockKick(key, fenceKey(key), queueKey(key), ...entries);
+  /**
+   * kick.lua: serve a lock whose holder died (its lease ran out, or its
+   * session: `deadHolder` is that holder's token, '' for none), and report
+   * each entry's state.
+   */
+  kick(key: string, entries: string[], deadHolder = ''): Promise<unknown> {
+    return this.scripts.lockKick(
+      key,
+      fenceKey(key),
+      queueKey(key),
+      deadHolder,
+      ...entries,
+    );
   }
 }

@@ -7,6 +7,7 @@ import { LockCommands } from './lock-commands.js';
 import { QueueChecks } from './queue-checks.js';
 import type { RedisLockSettings } from './redis-lock-options.js';
 import { Releases } from './releases.js';
+import { RedisSessions } from './redis-sessions.js';
 import { TimedMemory } from './timed-memory.js';
 import { TrackedCalls } from './tracked-calls.js';
 import { WaiterRegistry } from './waiter-registry.js';
@@ -55,6 +56,8 @@ export class LockContext {
   readonly releases: Releases;
   readonly passes: LocalPasses;
   readonly checks: QueueChecks;
+  /** Process sessions: this one's, and what is known of its holders'. */
+  readonly sessions: RedisSessions;
 
   closed = false;
 
@@ -68,6 +71,7 @@ export class LockContext {
     this.releases = new Releases(this);
     this.passes = new LocalPasses(this);
     this.checks = new QueueChecks(this);
+    this.sessions = new RedisSessions(this);
     this.calls = new TrackedCalls(settings.commandTimeoutMs);
     this.waiters = new WaiterRegistry((key) => {
       this.checks.stop(key);

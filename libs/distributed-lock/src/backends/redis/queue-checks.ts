@@ -5,11 +5,12 @@ import type { Waiter } from './waiter.js';
 
 /**
  * The safety net under waiting: while anyone here waits for a key, it is
- * checked when its holder's lease should have ended, and at least every
- * `handoffLeaseMs`. kick.lua serves a lock whose holder died without
- * releasing and reports each waiter's entry; a hand-off whose wake-up was
- * lost is granted from that report, and a waiter whose entry vanished queues
- * again.
+ * checked when its holder's lease (or process session) should have ended,
+ * and at least every `handoffLeaseMs`. kick.lua serves a lock whose holder
+ * died without releasing and reports each waiter's entry; a hand-off whose
+ * wake-up was lost is granted from that report, and a waiter whose entry
+ * vanished queues again. A holder bound to a process session has its
+ * session read at each check: gone, the lock is freed from it at once.
  */
 export class QueueChecks {
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -116,6 +117,40 @@ export class QueueChecks {
     }
   }
 
+  /**
+   * kick.lua for `waiting`: grants those the lock reached, adds to `missing`
+   * those whose entries vanished. Answers the lock's remaining lease and its
+   * holder ('' when free).
+   */
+  private async kick(
+    key: string,
+    waiting: Waiter[],
+    missing: Waiter[],
+    deadHolder: string,
+  ): Promise<{ pttl: number; holder: string }> {
+    const sentAt = monotonicNow();
+    const [remaining, fencingToken, states, holder] = (await this.c.calls.call(
+      this.c.commands.kick(
+        key,
+        waiting.map((waiter) => waiter.entry ?? ''),
+        deadHolder,
+      ),
+      'check',
+    )) as [number, number, string, string];
+    const pttl = Number(remaining);
+    for (const [index, waiter] of waiting.entries()) {
+      if (states[index] === 'h') {
+        // Handed over, but its wake-up was lost (or is still on its way).
+        // The lease left is the lock's own, counted from the check.
+        if (this.c.grants.grant(waiter, Number(fencingToken), sentAt, pttl))
+          this.c.waiters.claimed.remember(waiter.id);
+      } else if (states[index] === 'm') {
+        missing.push(waiter);
+      }
+    }
+    return { pttl, holder };
+  }
+
   private async check(key: string, timer: NodeJS.Timeout): Promise<void> {
     // The fired timer keeps this key's slot, so no second check runs alongside.
     const waiting: Waiter[] = [];
@@ -133,24 +168,18 @@ export class QueueChecks {
       : this.c.settings.handoffLeaseMs;
     try {
       if (waiting.length > 0 && !this.c.closed) {
-        const sentAt = monotonicNow();
-        const [remaining, fencingToken, states] = (await this.c.calls.call(
-          this.c.commands.kick(
-            key,
-            waiting.map((waiter) => waiter.entry ?? ''),
-          ),
-          'check',
-        )) as [number, number, string];
-        pttl = Number(remaining);
-        for (const [index, waiter] of waiting.entries()) {
-          if (states[index] === 'h') {
-            // Handed over, but its wake-up was lost (or is still on its way).
-            // The lease left is the lock's own, counted from the check.
-            if (this.c.grants.grant(waiter, Number(fencingToken), sentAt, pttl))
-              this.c.waiters.claimed.remember(waiter.id);
-          } else if (states[index] === 'm') {
-            missing.push(waiter);
-          }
+        const kicked = await this.kick(key, waiting, missing, '');
+        pttl = kicked.pttl;
+        const sessionLeft =
+          kicked.holder === ''
+            ? undefined
+            : await this.c.sessions.holderSessionLeft(kicked.holder);
+        if (sessionLeft === 0) {
+          // Its process died (or was cut off): the lock goes to the queue.
+          const live = waiting.filter((waiter) => !missing.includes(waiter));
+          pttl = (await this.kick(key, live, missing, kicked.holder)).pttl;
+        } else if (sessionLeft !== undefined) {
+          pttl = Math.min(pttl, sessionLeft);
         }
       }
       await this.requeue(key, missing);

@@ -5,6 +5,7 @@ import type {
   LockBackend,
   LockBusy,
   LockGrant,
+  SessionStore,
 } from '../lock-backend.js';
 import { LockContext } from './lock-context.js';
 import {
@@ -38,7 +39,8 @@ export type { RedisLockBackendOptions } from './redis-lock-options.js';
  * the queue is passed that way in memory, before Redis hears of it: the lock
  * stays stored under the token it was granted to, which this process then
  * uses for whoever holds it here. A per-key safety check (at most every
- * `handoffLeaseMs`) covers a holder that dies without releasing.
+ * `handoffLeaseMs`) covers a holder that dies without releasing, and reads
+ * the holder's process session (see `RedisSessions`).
  *
  * Each job is a room of its own (see {@link LockContext}); this class is the
  * {@link LockBackend} face they share.
@@ -60,6 +62,11 @@ export class RedisLockBackend implements LockBackend {
         options.replicaAcks,
         (key, token) => this.release(key, token),
       );
+  }
+
+  /** Process sessions, kept in this Redis (see `RedisSessions`). */
+  get sessions(): SessionStore {
+    return this.context.sessions;
   }
 
   acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
@@ -113,9 +120,12 @@ export class RedisLockBackend implements LockBackend {
     return undefined;
   }
 
+  /** Whether `key` is held: stored, and its holder's session (if any) alive. */
   async isLocked(key: string): Promise<boolean> {
     const c = this.open();
-    return Number(await c.calls.call(c.client.exists(key), 'exists')) === 1;
+    const holder = await c.calls.call(c.client.get(key), 'isLocked');
+    if (holder === null) return false;
+    return (await c.sessions.holderSessionLeft(holder)) !== 0;
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,11 @@ import type { LockBusy, LockGrant } from '../lock-backend.js';
 export interface Started {
   readonly at: number;
   readonly calledAt: number;
+  /**
+   * It freed the lock from a holder whose process session was gone already,
+   * and does not look at the holder's session again.
+   */
+  readonly freedDeadHolder?: boolean;
 }
 
 /** One acquisition waiting for a busy lock. */

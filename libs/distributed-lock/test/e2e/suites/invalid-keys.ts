@@ -3,6 +3,10 @@
  * reaches Redis (checked with MONITOR), and valid requests only ever lock
  * well-formed keys.
  */
+import {
+  clearAllButSessions,
+  keysButSessions,
+} from '../../../../../test/support/clear-keys.js';
 import { eventually } from '../fixtures/eventually.js';
 import { invalidKeyBody } from '../fixtures/expected-bodies.js';
 import { send, type SendInit } from '../fixtures/http-app.js';
@@ -18,7 +22,7 @@ export function describeInvalidKeys(h: HttpLockSuite): void {
     });
 
     beforeEach(async () => {
-      await h.redis.flushall();
+      await clearAllButSessions(h.redis);
       await monitor.sync();
       monitor.clear();
     });
@@ -69,7 +73,7 @@ export function describeInvalidKeys(h: HttpLockSuite): void {
         await monitor.sync();
         expect(monitor.lockKeys()).toEqual([]);
         expect(monitor.scriptsRun()).toBe(0);
-        expect(await h.redis.keys('*')).toEqual([]);
+        expect(await keysButSessions(h.redis)).toEqual([]);
       },
     );
 
@@ -84,7 +88,7 @@ export function describeInvalidKeys(h: HttpLockSuite): void {
       await monitor.sync();
       expect(monitor.lockKeys()).toEqual([]);
       expect(monitor.scriptsRun()).toBe(0);
-      expect(await h.redis.keys('*')).toEqual([]);
+      expect(await keysButSessions(h.redis)).toEqual([]);
     });
 
     it('only ever locks well-formed coupon keys for valid requests', async () => {

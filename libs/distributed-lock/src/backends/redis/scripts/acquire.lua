@@ -2,7 +2,8 @@
 -- ARGV[1] token, ARGV[2] lease ms, ARGV[3] wait ms (0: do not queue),
 -- ARGV[4] this process's wake list, ARGV[5] lease given on hand-off, ms
 -- Returns the fencing token (a bare integer, the cheapest reply) when taken,
--- {0, pttl, entry} when queued, {0, pttl} when busy.
+-- {0, pttl, entry, holder} when queued, {0, pttl, '', holder} when busy:
+-- holder is the holding token, whose process session the caller may check.
 -- Idempotent under re-sending (ioredis re-sends a command whose answer a
 -- dropped connection lost): a token that holds the lock already is answered
 -- as taken, and a waiter queued last already gets its own entry back.
@@ -36,7 +37,8 @@ end
 -- again. The grant stands, with its lease set anew. The fencing counter may
 -- still hold the previous holder's token (a bare SET issues none), so the
 -- holder gets a new one: a token is never answered twice.
-if redis.call('get', lock_key) == token then
+local holder = redis.call('get', lock_key)
+if holder == token then
   redis.call('pexpire', lock_key, lease)
   return next_fence(fence_key)
 end
@@ -44,7 +46,7 @@ end
 local pttl = redis.call('pttl', lock_key)
 local wait = tonumber(ARGV[3])
 if wait <= 0 then
-  return { 0, pttl }
+  return { 0, pttl, '', holder }
 end
 
 -- Queued last already under this token: a re-sent run answers the same entry
@@ -52,7 +54,7 @@ end
 local mine = '|' .. token .. '|' .. ARGV[4]
 local last = redis.call('lindex', queue_key, -1)
 if last and string.sub(last, -#mine) == mine then
-  return { 0, pttl, last }
+  return { 0, pttl, last, holder }
 end
 
 local grant_lease = math.min(tonumber(lease), tonumber(ARGV[5]))
@@ -62,4 +64,4 @@ redis.call('rpush', queue_key, entry)
 if redis.call('pttl', queue_key) < wait + 1000 then
   redis.call('pexpire', queue_key, wait + 1000)
 end
-return { 0, pttl, entry }
+return { 0, pttl, entry, holder }
