@@ -27,6 +27,7 @@ import { fenceContract } from './fence.contract.js';
 import { lostContract } from './lost.contract.js';
 import { multiKeyContract } from './multi-key.contract.js';
 import { releaseContract } from './release.contract.js';
+import { sessionsContract } from './sessions.contract.js';
 import { waitingContract } from './waiting.contract.js';
 
 /** What a backend can do or be made to do; tests that need more are skipped. */
@@ -44,6 +45,11 @@ export interface BackendCapabilities {
    * closing one process closes the store for all of them.
    */
   readonly sharedInstance: boolean;
+  /**
+   * The backend keeps process sessions (`LockBackend.sessions`); without
+   * them the sessions tests are skipped.
+   */
+  readonly sessions: boolean;
 }
 
 /** Backend settings a test may ask for; a backend ignores what it does not have. */
@@ -96,6 +102,11 @@ export interface ContractBackendFactory {
 export interface ServiceOptions {
   /** Default 3000 ms. */
   readonly watchdogLeaseTime?: number;
+  /**
+   * TTL of the service's process session: holds without a `leaseTime` are
+   * bound to it (when the backend keeps sessions). Default: no session.
+   */
+  readonly sessionTtl?: number;
 }
 
 /** One "process": its backend, the `LockService` over it, and its `lost` events. */
@@ -156,6 +167,7 @@ export function describeBackendContract(
     describe('fence', () => fenceContract(ctx));
     describe('multi-key', () => multiKeyContract(ctx));
     describe('errors', () => errorsContract(ctx));
+    describe('sessions', () => sessionsContract(ctx));
   });
 }
 
@@ -204,6 +216,7 @@ function useContractContext(
           backend,
           keyPrefix,
           watchdogLeaseTime: options.watchdogLeaseTime ?? 3000,
+          sessionTtl: options.sessionTtl,
           waitTime: 2000,
           maxKeyLength,
         });

@@ -11,7 +11,12 @@ import { describeBackendContract } from './backend-contract.js';
 let cluster: RedisCluster | undefined;
 
 describeBackendContract('Redis Cluster (3 masters)', {
-  capabilities: { fifo: 'strict', unreachable: true, sharedInstance: false },
+  capabilities: {
+    fifo: 'strict',
+    unreachable: true,
+    sharedInstance: false,
+    sessions: true,
+  },
   async setUp() {
     cluster = await startRedisCluster({ masters: 3 });
   },

@@ -8,7 +8,12 @@ import { describeBackendContract } from './backend-contract.js';
 let store: MemoryLockBackend | undefined;
 
 describeBackendContract('MemoryLockBackend', {
-  capabilities: { fifo: 'strict', unreachable: false, sharedInstance: true },
+  capabilities: {
+    fifo: 'strict',
+    unreachable: false,
+    sharedInstance: true,
+    sessions: true,
+  },
   async open(count) {
     const shared = (store ??= new MemoryLockBackend());
     return {

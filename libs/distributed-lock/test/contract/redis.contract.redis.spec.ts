@@ -12,7 +12,12 @@ let server: RedisServerHandle | undefined;
 let admin: Redis | undefined;
 
 describeBackendContract('single-node Redis', {
-  capabilities: { fifo: 'strict', unreachable: true, sharedInstance: false },
+  capabilities: {
+    fifo: 'strict',
+    unreachable: true,
+    sharedInstance: false,
+    sessions: true,
+  },
   async setUp() {
     server = await startRedisServer();
     admin = new Redis(server.url);

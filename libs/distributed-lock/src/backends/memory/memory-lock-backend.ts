@@ -4,7 +4,16 @@ import type {
   LockBackend,
   LockBusy,
   LockGrant,
+  SessionStore,
 } from '../lock-backend.js';
+import { startCountdown, stopCountdown, type Countdown } from './countdown.js';
+import { MemorySessions } from './memory-sessions.js';
+import {
+  enqueueWaiter,
+  settleWaiter,
+  type Waiter,
+  type WaiterInit,
+} from './memory-waiters.js';
 
 /** Options of {@link MemoryLockBackend}. */
 export interface MemoryLockBackendOptions {
@@ -15,51 +24,6 @@ export interface MemoryLockBackendOptions {
    * fake clock forward to expire leases.
    */
   readonly now?: () => number;
-}
-
-/** `setTimeout` fires at once (with a warning) for delays above this. */
-const MAX_TIMER_DELAY_MS = 2_147_483_647;
-
-/** A timer that may span longer than one `setTimeout` allows. */
-interface Countdown {
-  handle?: ReturnType<typeof setTimeout>;
-}
-
-/** Calls `onFire` after `ms` milliseconds; the timer never keeps the process alive. */
-function startCountdown(ms: number, onFire: () => void): Countdown {
-  const countdown: Countdown = {};
-  const arm = (remaining: number): void => {
-    const step = Math.min(remaining, MAX_TIMER_DELAY_MS);
-    countdown.handle = setTimeout(() => {
-      countdown.handle = undefined;
-      if (remaining > step) {
-        arm(remaining - step);
-      } else {
-        onFire();
-      }
-    }, step);
-    countdown.handle.unref();
-  };
-  arm(ms);
-  return countdown;
-}
-
-function stopCountdown(countdown: Countdown | undefined): void {
-  if (countdown?.handle !== undefined) {
-    clearTimeout(countdown.handle);
-    countdown.handle = undefined;
-  }
-}
-
-/** A caller queued for a busy key. */
-interface Waiter {
-  readonly token: string;
-  readonly leaseMs: number;
-  readonly resolve: (result: LockGrant | LockBusy) => void;
-  readonly signal?: AbortSignal;
-  onAbort?: () => void;
-  timer?: Countdown;
-  settled: boolean;
 }
 
 /** What the backend knows about a key that is held or waited for. */
@@ -89,7 +53,11 @@ interface KeyState {
  *   key passes straight to the next waiter (with its own lease), waking only
  *   that one;
  * - **fencing**: every grant carries a per-key fencing token that strictly
- *   increases across owners, releases and expiries for the backend's lifetime.
+ *   increases across owners, releases and expiries for the backend's lifetime;
+ * - **process sessions** ({@link sessions}): a key held under a token bound to
+ *   a session (`<session id>.<random>`) is free once that session lapsed or
+ *   ended, whatever its lease: it passes to the next waiter at that moment,
+ *   and the dead holder can no longer extend, fence or release it.
  *
  * Every method resolves asynchronously, as a network store would. Timers are
  * unref'd and an idle backend holds none; {@link close} settles all waiters as
@@ -100,10 +68,26 @@ export class MemoryLockBackend implements LockBackend {
   private readonly keys = new Map<string, KeyState>();
   /** Last fencing token granted per key; outlives the keys' states. */
   private readonly fences = new Map<string, number>();
+  private readonly sessionRecords: MemorySessions;
   private closed = false;
+
+  /**
+   * Process sessions, timed on the monotonic clock (not the `now` option).
+   * A session-bound key's lease is a day: its session frees it.
+   */
+  readonly sessions: SessionStore;
 
   constructor(options: MemoryLockBackendOptions = {}) {
     this.now = options.now ?? Date.now;
+    this.sessionRecords = new MemorySessions(
+      () => this.assertOpen(),
+      (keys) => {
+        for (const key of keys) {
+          this.expireIfDue(key);
+        }
+      },
+    );
+    this.sessions = this.sessionRecords;
   }
 
   async acquire(request: AcquireRequest): Promise<LockGrant | LockBusy> {
@@ -120,7 +104,10 @@ export class MemoryLockBackend implements LockBackend {
       state === undefined ||
       (state.owner === undefined && state.queue.length === 0)
     ) {
-      return this.grant(key, token, leaseMs);
+      const granted = this.grant(key, token, leaseMs);
+      // A holder whose session is gone already holds it for no time.
+      this.expireIfDue(key);
+      return granted;
     }
     if (waitMs === 0 || signal?.aborted) {
       return this.busy(state);
@@ -175,12 +162,13 @@ export class MemoryLockBackend implements LockBackend {
       return;
     }
     this.closed = true;
+    this.sessionRecords.close();
     for (const state of this.keys.values()) {
       stopCountdown(state.leaseTimer);
       state.leaseTimer = undefined;
       state.owner = undefined;
       for (const waiter of state.queue.splice(0)) {
-        this.settle(waiter, { acquired: false });
+        settleWaiter(waiter, { acquired: false });
       }
     }
     this.keys.clear();
@@ -202,7 +190,7 @@ export class MemoryLockBackend implements LockBackend {
     }
     const fencingToken = (this.fences.get(key) ?? 0) + 1;
     this.fences.set(key, fencingToken);
-    state.owner = token;
+    this.setOwner(key, state, token);
     this.startLease(key, state, leaseMs);
     return { acquired: true, fencingToken, leaseMs };
   }
@@ -218,43 +206,61 @@ export class MemoryLockBackend implements LockBackend {
     });
   }
 
-  /** Ends a lease the clock says is over, even if its timer has not fired yet. */
+  /**
+   * Frees a key whose lease the clock says is over, even if its timer has not
+   * fired yet, or whose holder's session is gone.
+   */
   private expireIfDue(key: string): void {
     const state = this.keys.get(key);
-    if (state?.owner !== undefined && this.now() >= state.expiresAt) {
+    if (
+      state?.owner !== undefined &&
+      (this.now() >= state.expiresAt ||
+        !this.sessionRecords.isHolderLive(state.owner))
+    ) {
       this.free(key, state);
     }
   }
 
   /** Drops the holder and hands the key to the next waiter, if any. */
   private free(key: string, state: KeyState): void {
-    stopCountdown(state.leaseTimer);
-    state.leaseTimer = undefined;
-    state.owner = undefined;
-    const next = state.queue.shift();
-    if (next === undefined) {
-      this.keys.delete(key);
-      return;
+    this.dropOwner(key, state);
+    for (let next = state.queue.shift(); next; next = state.queue.shift()) {
+      settleWaiter(next, this.grant(key, next.token, next.leaseMs));
+      if (this.sessionRecords.isHolderLive(next.token)) {
+        return;
+      }
+      // Its session went while it waited: as if it lapsed just after the grant.
+      this.dropOwner(key, state);
     }
-    this.settle(next, this.grant(key, next.token, next.leaseMs));
+    this.keys.delete(key);
   }
 
+  private dropOwner(key: string, state: KeyState): void {
+    stopCountdown(state.leaseTimer);
+    state.leaseTimer = undefined;
+    this.setOwner(key, state, undefined);
+  }
+
+  /** Sets the holder of `key`, telling the sessions which keys each one holds. */
+  private setOwner(key: string, state: KeyState, owner?: string): void {
+    if (state.owner !== undefined) {
+      this.sessionRecords.unbind(key, state.owner);
+    }
+    state.owner = owner;
+    if (owner !== undefined) {
+      this.sessionRecords.bind(key, owner);
+    }
+  }
+
+  /** Queues a caller; one that gives up leaves a key nobody holds or waits for. */
   private enqueue(
     key: string,
     state: KeyState,
-    init: Pick<Waiter, 'token' | 'leaseMs' | 'resolve' | 'signal'>,
+    init: WaiterInit,
     waitMs: number,
   ): void {
-    const waiter: Waiter = { ...init, settled: false };
-    const giveUp = (): void => {
-      if (waiter.settled) {
-        return;
-      }
-      const index = state.queue.indexOf(waiter);
-      if (index !== -1) {
-        state.queue.splice(index, 1);
-      }
-      this.settle(waiter, this.busy(state));
+    enqueueWaiter(state.queue, init, waitMs, () => {
+      const busy = this.busy(state);
       if (
         this.keys.get(key) === state &&
         state.owner === undefined &&
@@ -262,40 +268,19 @@ export class MemoryLockBackend implements LockBackend {
       ) {
         this.keys.delete(key);
       }
-    };
-    if (Number.isFinite(waitMs)) {
-      waiter.timer = startCountdown(waitMs, giveUp);
-    }
-    if (waiter.signal !== undefined) {
-      waiter.onAbort = giveUp;
-      waiter.signal.addEventListener('abort', giveUp, { once: true });
-    }
-    state.queue.push(waiter);
-  }
-
-  /** Resolves a waiter once, dropping its timer and abort listener. */
-  private settle(waiter: Waiter, result: LockGrant | LockBusy): void {
-    if (waiter.settled) {
-      return;
-    }
-    waiter.settled = true;
-    stopCountdown(waiter.timer);
-    waiter.timer = undefined;
-    if (waiter.onAbort !== undefined) {
-      waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      waiter.onAbort = undefined;
-    }
-    waiter.resolve(result);
+      return busy;
+    });
   }
 
   private busy(state: KeyState): LockBusy {
     if (state.owner === undefined) {
       return { acquired: false };
     }
-    return {
-      acquired: false,
-      retryAfterMs: Math.max(0, Math.ceil(state.expiresAt - this.now())),
-    };
+    const left = Math.min(
+      state.expiresAt - this.now(),
+      this.sessionRecords.holderRemainingMs(state.owner),
+    );
+    return { acquired: false, retryAfterMs: Math.max(0, Math.ceil(left)) };
   }
 }
 
