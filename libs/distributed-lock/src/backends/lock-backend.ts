@@ -94,6 +94,13 @@ export interface SessionStore {
    */
   onReconnect?(listener: () => void): () => void;
   /**
+   * Calls `listener` when the session can no longer be trusted at all (the
+   * store frees its locks on a closed connection, and this process's
+   * connection closed): every hold bound to it is lost at once. Returns the
+   * unsubscribe.
+   */
+  onDisconnect?(listener: () => void): () => void;
+  /**
    * The lease a session-bound lock's key carries in the store, renewed every
    * third of it. Long, since the session frees the lock when its holder
    * dies: it only bounds how long a key a dead holder left behind, which

@@ -126,6 +126,7 @@ function createRedisBackend(
     localHandoffWindowMs: resolved.localHandoffWindow,
     keyPrefix: resolved.keyPrefix,
     replicaAcks: options.replicaAcks,
+    freeOnDisconnect: options.freeOnDisconnect,
   };
   const given = cluster instanceof Cluster ? cluster : redis;
   if (isRedisClient(given)) {
@@ -207,6 +208,7 @@ function createQuorumBackend(
     ownsClients: opened,
     // A restarted node sits out the longest lease this service sets.
     maxLeaseMs: Math.max(resolved.watchdogLeaseTime, resolved.leaseTime ?? 0),
+    keyPrefix: resolved.keyPrefix,
   });
 }
 

@@ -82,6 +82,19 @@ export interface DistributedLockModuleOptions {
    */
   readonly sessionTtl?: number | false;
   /**
+   * Free a process's locks as soon as Redis sees its connection close (a
+   * killed process's connection closes at once: its locks go in a fraction
+   * of a second, not `sessionTtl`). Waiters then look at the holder's
+   * connection every 200 ms (`CLIENT LIST ID`, which the Redis user must be
+   * allowed). In exchange, a process counts every lock it holds lost the
+   * moment its own connection drops, even for a blip; and a holder whose
+   * connection Redis closes while it is paused or cut off (`CLIENT KILL`, a
+   * `timeout` setting) can lose its locks before it hears of it, so fence
+   * what matters. Needs a direct connection to one Redis (standalone or
+   * Sentinel; no proxy, where a connection is not a process). Default false.
+   */
+  readonly freeOnDisconnect?: boolean;
+  /**
    * With sessions off (or on a custom backend without them), the lease a
    * lock without `leaseTime` keeps alive, renewed every third of it.
    * Default 30000 ms.
@@ -254,6 +267,22 @@ export function resolveLockOptions(
     throw new RangeError(
       `DistributedLockModule: sessionTtl must be false or at least 300 ms, got ${resolved.sessionTtl}`,
     );
+  }
+  if (options.freeOnDisconnect) {
+    const other = options.backend
+      ? 'backend'
+      : options.cluster
+        ? 'cluster'
+        : options.nodes
+          ? 'nodes'
+          : options.sessionTtl === false
+            ? 'sessionTtl: false'
+            : '';
+    if (other) {
+      throw new RangeError(
+        `DistributedLockModule: freeOnDisconnect needs one Redis (redis) and sessions, not ${other}`,
+      );
+    }
   }
   if (options.replicaAcks !== undefined) {
     const other = options.backend

@@ -53,10 +53,16 @@ export class ProcessSession {
   ) {
     // A store that restarted empty or failed over may have lost the record:
     // renewing at once finds out now, not a third of the TTL later.
-    this.stopWatching =
+    const stopReconnects =
       store.onReconnect?.(() => {
         if (this.id !== undefined && !this.closed) this.scheduleRenewal(0);
       }) ?? (() => undefined);
+    const stopDisconnects =
+      store.onDisconnect?.(() => this.lapse()) ?? (() => undefined);
+    this.stopWatching = () => {
+      stopReconnects();
+      stopDisconnects();
+    };
   }
 
   /** The lease a session hold's key carries in the store. */

@@ -155,7 +155,7 @@ export class Acquisitions {
     holder: string,
     pttl: number,
   ): Promise<LockGrant | LockBusy> {
-    const left = await this.c.sessions.holderSessionLeft(holder, true);
+    const left = await this.c.holderSessions.left(holder, true);
     if (left !== 0) return busy(pttl);
     await this.c.calls.call(
       this.c.commands.kick(request.key, [], holder),
@@ -250,7 +250,7 @@ export class Acquisitions {
       started,
       sentAt,
       deadline,
-      this.c.sessions.firstCheckIn(holder, Number(pttl)),
+      this.c.holderSessions.firstCheckIn(holder, Number(pttl)),
     );
   }
 }

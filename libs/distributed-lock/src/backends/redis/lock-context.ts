@@ -7,6 +7,7 @@ import { LockCommands } from './lock-commands.js';
 import { QueueChecks } from './queue-checks.js';
 import type { RedisLockSettings } from './redis-lock-options.js';
 import { Releases } from './releases.js';
+import { HolderSessions } from './holder-sessions.js';
 import { RedisSessions } from './redis-sessions.js';
 import { TimedMemory } from './timed-memory.js';
 import { TrackedCalls } from './tracked-calls.js';
@@ -56,8 +57,10 @@ export class LockContext {
   readonly releases: Releases;
   readonly passes: LocalPasses;
   readonly checks: QueueChecks;
-  /** Process sessions: this one's, and what is known of its holders'. */
+  /** This process's sessions. */
   readonly sessions: RedisSessions;
+  /** What is known of the sessions of the locks' holders. */
+  readonly holderSessions: HolderSessions;
 
   closed = false;
 
@@ -71,7 +74,8 @@ export class LockContext {
     this.releases = new Releases(this);
     this.passes = new LocalPasses(this);
     this.checks = new QueueChecks(this);
-    this.sessions = new RedisSessions(this);
+    this.sessions = new RedisSessions(this, settings.freeOnDisconnect);
+    this.holderSessions = new HolderSessions(this);
     this.calls = new TrackedCalls(settings.commandTimeoutMs);
     this.waiters = new WaiterRegistry((key) => {
       this.checks.stop(key);

@@ -173,7 +173,7 @@ export class QueueChecks {
         const sessionLeft =
           kicked.holder === ''
             ? undefined
-            : await this.c.sessions.holderSessionLeft(kicked.holder);
+            : await this.c.holderSessions.left(kicked.holder);
         if (sessionLeft === 0) {
           // Its process died (or was cut off): the lock goes to the queue.
           const live = waiting.filter((waiter) => !missing.includes(waiter));

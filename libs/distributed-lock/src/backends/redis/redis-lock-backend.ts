@@ -125,7 +125,7 @@ export class RedisLockBackend implements LockBackend {
     const c = this.open();
     const holder = await c.calls.call(c.client.get(key), 'isLocked');
     if (holder === null) return false;
-    return (await c.sessions.holderSessionLeft(holder)) !== 0;
+    return (await c.holderSessions.left(holder)) !== 0;
   }
 
   async close(): Promise<void> {
@@ -163,6 +163,7 @@ export class RedisLockBackend implements LockBackend {
     await c.calls.drain(2 * commandTimeoutMs);
     c.releases.close();
     c.listener.close();
+    c.sessions.close();
     this.replicaAcks?.close();
     if (this.ownsClient) {
       // A Redis that stopped answering must not hold up the app's shutdown.
