@@ -15,6 +15,7 @@ describeBackendContract('Redlock quorum (3 nodes)', {
     fifo: 'approximate',
     unreachable: true,
     sharedInstance: false,
+    sessions: true,
   },
   async setUp() {
     nodes = await startRedisNodes(3);

@@ -43,6 +43,8 @@ export interface ProcessOptions extends Omit<
 > {
   readonly watchdogLeaseTime?: number;
   readonly waitTime?: number;
+  /** Binds holds without a lease to a process session with this TTL. */
+  readonly sessionTtl?: number;
 }
 
 /** Tracks what a spec opened, to close it after each test. */
@@ -54,7 +56,8 @@ export class Opened {
     servers: readonly RedisServerHandle[],
     options: ProcessOptions = {},
   ): QuorumProcess {
-    const { watchdogLeaseTime, waitTime, ...backendOptions } = options;
+    const { watchdogLeaseTime, waitTime, sessionTtl, ...backendOptions } =
+      options;
     const clients = servers.map(nodeClient);
     const backend = new QuorumLockBackend({
       nodes: clients,
@@ -66,6 +69,7 @@ export class Opened {
       keyPrefix: 'lock:',
       watchdogLeaseTime: watchdogLeaseTime ?? 3_000,
       waitTime: waitTime ?? 5_000,
+      sessionTtl,
       maxKeyLength: 512,
     });
     const close = (): Promise<void> => locks.close();

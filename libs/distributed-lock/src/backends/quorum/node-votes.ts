@@ -1,3 +1,5 @@
+import { LockBackendError } from '../../errors/lock-errors.js';
+
 /** One node's answer to a call sent to every node. */
 export interface NodeReply<T> {
   /** Index of the node in the backend's `nodes`. */
@@ -103,6 +105,50 @@ export function verdict(
   if (yes >= quorum) return 'yes';
   if (no > count - quorum) return 'no';
   return 'unknown';
+}
+
+/** The nodes a yes/no question goes to, and how long each may take. */
+export interface Majority {
+  readonly count: number;
+  readonly quorum: number;
+  readonly timeoutMs: number;
+}
+
+/**
+ * Asks every node a yes/no question: resolves true once a majority said yes
+ * (as `isYes` counts them), false once enough said anything else that a
+ * majority of yes is out of reach, and rejects with `LockBackendError` when
+ * too few answered to tell.
+ */
+export async function askForMajority<T>(
+  what: string,
+  majority: Majority,
+  call: (node: number) => Promise<T>,
+  isYes: (reply: NodeReply<T>) => boolean,
+): Promise<boolean> {
+  const { count, quorum, timeoutMs } = majority;
+  const outcomeOf = (replies: readonly NodeReply<T>[]) => {
+    const yes = replies.filter(isYes).length;
+    return verdict(yes, replies.length - yes, count, quorum);
+  };
+  const round = await askEveryNode(
+    count,
+    call,
+    timeoutMs,
+    (replies) => outcomeOf(replies) !== 'unknown',
+  );
+  const outcome = outcomeOf(round.replies);
+  if (outcome === 'unknown')
+    throw new LockBackendError(
+      describeSilence(
+        what,
+        round.replies.length,
+        count,
+        quorum,
+        round.firstError,
+      ),
+    );
+  return outcome === 'yes';
 }
 
 /** Why a round could not decide, for `LockBackendError` messages. */

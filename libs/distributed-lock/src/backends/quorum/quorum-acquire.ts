@@ -2,10 +2,18 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LockBackendError } from '../../errors/lock-errors.js';
 import { monotonicNow } from '../../lease/lease-clock.js';
 import type { AcquireRequest, LockBusy, LockGrant } from '../lock-backend.js';
-import { runRound, type AcquireContext, type Attempt } from './quorum-round.js';
+import {
+  runRound,
+  type AcquireContext,
+  type Attempt,
+  type SessionHolder,
+} from './quorum-round.js';
 
 /** `setTimeout` fires at once for delays above this. */
 const longestTimerMs = 2_147_483_647;
+
+/** Rounds sent again at once, each after finding another holder's session lapsed. */
+const roundsAfterLapses = 2;
 
 /**
  * One call of {@link QuorumLockBackend.acquire}: a Redlock round on every
@@ -23,6 +31,11 @@ const longestTimerMs = 2_147_483_647;
  * publishes too. Only an attempt whose majority came too late for a valid
  * lease, or that reached too few nodes, is retried after a random delay
  * around `retryDelayMs`.
+ *
+ * A holder bound to a session that some node saw gone is looked up on every
+ * node; if it is gone on a majority, the lock is free, and the next round,
+ * sent at once, frees it on every node (see quorum-sessions.ts). Otherwise
+ * the waiter wakes again when a majority may have lapsed.
  */
 export class QuorumAcquisition {
   readonly result: Promise<LockGrant | LockBusy>;
@@ -44,6 +57,8 @@ export class QuorumAcquisition {
   private stragglers?: Promise<void>;
   /** When the last attempt was answered (monotonic): its lease hints date from then. */
   private answeredAt = 0;
+  /** Holders seen with their session gone on a majority. */
+  private readonly lapsedHolders: string[] = [];
 
   constructor(
     private readonly context: AcquireContext,
@@ -135,8 +150,55 @@ export class QuorumAcquisition {
     });
   }
 
-  /** One round on every node, after the stragglers of the last lost one. */
+  /**
+   * One round, and another at once when a holder it met turns out to have
+   * lapsed; when that cannot be told yet, the busy attempt says when to look
+   * again.
+   */
   private async attempt(): Promise<Attempt> {
+    for (let again = 0; ; again++) {
+      const attempt = await this.round();
+      const holders = attempt.kind === 'busy' ? attempt.sessionHolders : [];
+      if (attempt.kind !== 'busy' || !holders?.length || this.settled)
+        return attempt;
+      const check = await this.checkHolders(holders);
+      if (!check.lapsedNow || again === roundsAfterLapses || this.settled) {
+        const { lapsesInMs } = check;
+        if (lapsesInMs === undefined) return attempt;
+        return {
+          ...attempt,
+          wakeInMs: Math.min(attempt.wakeInMs ?? lapsesInMs, lapsesInMs),
+        };
+      }
+    }
+  }
+
+  /** Looks up the sessions some node saw gone; notes those gone on a majority. */
+  private async checkHolders(
+    holders: readonly SessionHolder[],
+  ): Promise<{ lapsedNow: boolean; lapsesInMs?: number }> {
+    let lapsedNow = false;
+    let lapsesInMs: number | undefined;
+    await Promise.all(
+      holders.map(async ({ token, goneSomewhere }) => {
+        if (!goneSomewhere || this.lapsedHolders.includes(token)) return;
+        const check = await this.context.sessions.holderLapsed(token);
+        if (check.lapsed) {
+          this.lapsedHolders.push(token);
+          lapsedNow = true;
+        } else if (check.lapsesInMs !== undefined) {
+          lapsesInMs = Math.min(
+            lapsesInMs ?? check.lapsesInMs,
+            check.lapsesInMs,
+          );
+        }
+      }),
+    );
+    return { lapsedNow, lapsesInMs };
+  }
+
+  /** One round on every node, after the stragglers of the last lost one. */
+  private async round(): Promise<Attempt> {
     await this.stragglers;
     this.stragglers = undefined;
     // Settled meanwhile: a round sent now would come after the queue was
@@ -150,6 +212,7 @@ export class QuorumAcquisition {
       arrival: this.arrival,
       calledAt: this.calledAt,
       waitLeft: () => this.waitLeft(),
+      lapsedHolders: this.lapsedHolders,
     });
     this.inFlight = false;
     this.answeredAt = monotonicNow();

@@ -58,6 +58,9 @@ export interface FenceNodes {
  * token concurrently with its successor, in either order: the resource still
  * takes writes in token order only, but may refuse the successor until it
  * asks again. (LockService's holds stop asking at their local deadline.)
+ * A holder whose process session lapsed is such a holder too: its successor
+ * frees its lock (quorum-sessions.ts) without touching the counters, so a
+ * takeover is ordered like any other change of holder.
  */
 
 /**

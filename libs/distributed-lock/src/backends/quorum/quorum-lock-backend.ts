@@ -7,21 +7,18 @@ import type {
   LockBusy,
   LockGrant,
 } from '../lock-backend.js';
-import {
-  askEveryNode,
-  describeSilence,
-  settlesWithin,
-  verdict,
-} from './node-votes.js';
+import { askForMajority, settlesWithin, type Majority } from './node-votes.js';
 import { QuorumAcquisition } from './quorum-acquire.js';
 import type { AcquireContext } from './quorum-round.js';
 import { issueQuorumFence } from './quorum-fence.js';
+import { isLockedOnMajority } from './quorum-is-locked.js';
 import {
   resolveQuorumOptions,
   type QuorumLockBackendOptions,
   type ResolvedQuorumOptions,
 } from './quorum-options.js';
 import { QuorumScripts } from './quorum-scripts.js';
+import { QuorumSessions } from './quorum-sessions.js';
 import { WakeChannels } from './quorum-waiting.js';
 import { RestartGuard } from './restart-guard.js';
 
@@ -68,13 +65,28 @@ import { RestartGuard } from './restart-guard.js';
  *   read round and a write-back round on majorities: see quorum-fence.ts.
  * - **Restarts**: a node whose `run_id` changed does not vote for
  *   `maxLeaseMs` after this process saw it (see {@link RestartGuard}).
+ * - **sessions** ({@link QuorumSessions}): a process session is a key on
+ *   every node, opened, renewed and ended with one command per node, so its
+ *   renewal costs one command per node whatever the number of locks. A lock
+ *   bound to it is free once the session is gone on a majority: a waiter
+ *   that meets such a holder looks its session up on every node, then frees
+ *   the lock with its next round (see quorum-sessions.ts). Waiters wake when
+ *   the holder's session may lapse, not at the end of the lock's lease.
+ *   Unlike on one Redis, a session hold still renews its own lock's lease,
+ *   `holdLeaseMs` = `maxLeaseMs`, every third of it: that is what tells a
+ *   holder that a restarted node took its majority away before the node
+ *   votes again. In quorum mode lease renewals stay O(locks), one command
+ *   per node per lock every `maxLeaseMs / 3` (10 s by default), on top of
+ *   the session's own.
  *
  * acquire (when its wait ends that way), extend, release, fence and isLocked
  * reject with `LockBackendError` when fewer than a majority of the nodes
  * answer in time.
  */
 export class QuorumLockBackend implements LockBackend {
+  readonly sessions: QuorumSessions;
   private readonly options: ResolvedQuorumOptions;
+  private readonly majority: Majority;
   private readonly scripts: QuorumScripts[];
   private readonly guard: RestartGuard;
   private readonly channels: WakeChannels;
@@ -86,12 +98,23 @@ export class QuorumLockBackend implements LockBackend {
 
   constructor(options: QuorumLockBackendOptions) {
     this.options = resolveQuorumOptions(options);
-    const { nodes, nodeTimeoutMs, maxLeaseMs } = this.options;
-    this.scripts = nodes.map((client) => new QuorumScripts(client));
+    const { nodes, quorum, nodeTimeoutMs, maxLeaseMs, keyPrefix } =
+      this.options;
+    this.majority = { count: nodes.length, quorum, timeoutMs: nodeTimeoutMs };
+    this.scripts = nodes.map((client) => new QuorumScripts(client, keyPrefix));
     this.guard = new RestartGuard(nodes, maxLeaseMs, nodeTimeoutMs);
     this.channels = new WakeChannels(nodes, nodeTimeoutMs, (node) =>
       this.guard.reachable(node),
     );
+    this.sessions = new QuorumSessions({
+      clients: nodes,
+      quorum,
+      nodeTimeoutMs,
+      keyPrefix,
+      holdLeaseMs: maxLeaseMs,
+      guard: this.guard,
+      track: (work) => this.track(work),
+    });
     this.context = {
       scripts: this.scripts,
       quorum: this.options.quorum,
@@ -100,6 +123,7 @@ export class QuorumLockBackend implements LockBackend {
       waiterGraceMs: this.options.waiterGraceMs,
       guard: this.guard,
       channels: this.channels,
+      sessions: this.sessions,
       track: (work) => this.track(work),
     };
   }
@@ -127,56 +151,29 @@ export class QuorumLockBackend implements LockBackend {
     this.assertOpen();
     assertLease(leaseMs);
     this.guard.noteLease(leaseMs);
-    const { quorum, waiterGraceMs } = this.options;
-    const count = this.scripts.length;
+    const graceMs = Math.ceil(this.options.waiterGraceMs);
     const sentAt = monotonicNow();
-    const counted = (node: number, value: number): boolean =>
-      value === 1 && this.guard.counts(node);
-    const round = await askEveryNode(
-      count,
+    // Too few answers to tell whether the lock is still held reject (the
+    // holder is told its renewal failed), rather than say "lost".
+    const held = await askForMajority(
+      'extend',
+      this.majority,
       (node) =>
-        this.scripts[node].extend(
-          key,
-          token,
-          Math.ceil(leaseMs),
-          Math.ceil(waiterGraceMs),
-        ),
-      this.options.nodeTimeoutMs,
-      (replies) => {
-        const yes = replies.filter((r) => counted(r.node, r.value)).length;
-        return yes >= quorum || replies.length - yes > count - quorum;
-      },
+        this.scripts[node].extend(key, token, Math.ceil(leaseMs), graceMs),
+      (r) => r.value === 1 && this.guard.counts(r.node),
     );
-    const yes = round.replies.filter((r) => counted(r.node, r.value)).length;
-    const no = round.replies.length - yes;
-    // Too few answered to tell whether the lock is still held: an error (the
-    // holder is told its renewal failed), not "lost".
-    if (verdict(yes, no, count, quorum) === 'unknown')
-      throw new LockBackendError(
-        describeSilence(
-          'extend',
-          round.replies.length,
-          count,
-          quorum,
-          round.firstError,
-        ),
-      );
-    return yes >= quorum && leaseDeadline(sentAt, leaseMs) > monotonicNow();
+    return held && leaseDeadline(sentAt, leaseMs) > monotonicNow();
   }
 
   async release(key: string, token: string): Promise<boolean> {
     this.assertOpen();
-    const released = await this.askMajority(
+    const graceMs = Math.ceil(this.options.waiterGraceMs);
+    return askForMajority(
       'release',
-      (node) =>
-        this.scripts[node].release(
-          key,
-          token,
-          Math.ceil(this.options.waiterGraceMs),
-        ),
-      (value) => value === 1,
+      this.majority,
+      (node) => this.scripts[node].release(key, token, graceMs),
+      (r) => r.value === 1,
     );
-    return released;
   }
 
   async fence(key: string, token: string): Promise<number | undefined> {
@@ -193,12 +190,17 @@ export class QuorumLockBackend implements LockBackend {
     );
   }
 
+  /** False also for a lock whose holder's session is gone on a majority. */
   async isLocked(key: string): Promise<boolean> {
     this.assertOpen();
-    return this.askMajority(
-      'isLocked',
-      (node) => this.scripts[node].exists(key),
-      (value) => value === 1,
+    return isLockedOnMajority(
+      {
+        scripts: this.scripts,
+        quorum: this.options.quorum,
+        nodeTimeoutMs: this.options.nodeTimeoutMs,
+        sessions: this.sessions,
+      },
+      key,
     );
   }
 
@@ -231,38 +233,6 @@ export class QuorumLockBackend implements LockBackend {
         this.options.owns[node] ? quit(client, this.options.nodeTimeoutMs) : 0,
       ),
     );
-  }
-
-  /**
-   * A yes/no question to every node: true when a majority says yes, false
-   * when enough said no that it cannot, a `LockBackendError` when too few
-   * answered to tell.
-   */
-  private async askMajority<T>(
-    what: string,
-    call: (node: number) => Promise<T>,
-    isYes: (value: T) => boolean,
-  ): Promise<boolean> {
-    const { quorum, nodeTimeoutMs } = this.options;
-    const count = this.scripts.length;
-    const round = await askEveryNode(count, call, nodeTimeoutMs, (replies) => {
-      const yes = replies.filter((r) => isYes(r.value)).length;
-      return verdict(yes, replies.length - yes, count, quorum) !== 'unknown';
-    });
-    const yes = round.replies.filter((r) => isYes(r.value)).length;
-    const outcome = verdict(yes, round.replies.length - yes, count, quorum);
-    if (outcome === 'unknown') {
-      throw new LockBackendError(
-        describeSilence(
-          what,
-          round.replies.length,
-          count,
-          quorum,
-          round.firstError,
-        ),
-      );
-    }
-    return outcome === 'yes';
   }
 
   private track(work: Promise<unknown>): void {

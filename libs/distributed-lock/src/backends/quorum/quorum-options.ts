@@ -48,8 +48,18 @@ export interface QuorumLockBackendOptions {
    * granted before has run out anyway. The longest lease this backend itself
    * sets counts too, if longer. Default 30000 ms, the module's watchdog lease
    * (its default `watchdogLeaseTime`).
+   *
+   * It is also the lease of a lock bound to a process session
+   * (`sessions.holdLeaseMs`), renewed every third of it, so restarts stay
+   * covered; a session TTL above it mutes restarted nodes for the TTL.
    */
   readonly maxLeaseMs?: number;
+  /**
+   * The prefix of the lock keys, as LockService builds them: session keys
+   * are `<keyPrefix>session:{<id>}` beside them, where the nodes' scripts
+   * look up a lock holder's session. Default 'lock:'.
+   */
+  readonly keyPrefix?: string;
 }
 
 /** {@link QuorumLockBackendOptions} with every default applied and checked. */
@@ -61,6 +71,7 @@ export interface ResolvedQuorumOptions {
   readonly retryDelayMs: number;
   readonly waiterGraceMs: number;
   readonly maxLeaseMs: number;
+  readonly keyPrefix: string;
 }
 
 /** Defaults of {@link QuorumLockBackendOptions}. */
@@ -69,6 +80,7 @@ export const quorumDefaults = {
   retryDelayMs: 30,
   waiterGraceMs: 1000,
   maxLeaseMs: 30_000,
+  keyPrefix: 'lock:',
 } as const;
 
 /** The number of nodes that make a majority of `count`. */
@@ -111,7 +123,13 @@ export function resolveQuorumOptions(
     retryDelayMs: options.retryDelayMs ?? quorumDefaults.retryDelayMs,
     waiterGraceMs: options.waiterGraceMs ?? quorumDefaults.waiterGraceMs,
     maxLeaseMs: options.maxLeaseMs ?? quorumDefaults.maxLeaseMs,
+    keyPrefix: options.keyPrefix ?? quorumDefaults.keyPrefix,
   };
+  if (typeof resolved.keyPrefix !== 'string') {
+    throw new RangeError(
+      `QuorumLockBackend: keyPrefix must be a string, got ${String(resolved.keyPrefix)}`,
+    );
+  }
   for (const name of [
     'nodeTimeoutMs',
     'retryDelayMs',

@@ -1,6 +1,7 @@
 import { leaseDeadline, monotonicNow } from '../../lease/lease-clock.js';
 import { askEveryNode, describeSilence, type NodeReply } from './node-votes.js';
 import type { AcquireReply, QuorumScripts } from './quorum-scripts.js';
+import type { HolderSessions } from './quorum-sessions.js';
 import type { WakeChannels } from './quorum-waiting.js';
 import type { RestartGuard } from './restart-guard.js';
 
@@ -13,6 +14,7 @@ export interface AcquireContext {
   readonly waiterGraceMs: number;
   readonly guard: RestartGuard;
   readonly channels: WakeChannels;
+  readonly sessions: HolderSessions;
   /** Counts work that outlives the call (giving votes back), for close(). */
   readonly track: (work: Promise<unknown>) => void;
 }
@@ -28,6 +30,15 @@ export interface RoundRequest {
   readonly calledAt: number;
   /** The wait left now, in ms; 0 when not waiting (try once, do not queue). */
   readonly waitLeft: () => number;
+  /** Holders whose session is gone on a majority: their lock is free. */
+  readonly lapsedHolders: readonly string[];
+}
+
+/** A holder bound to a session, as a busy round saw it. */
+export interface SessionHolder {
+  readonly token: string;
+  /** Some node said the holder's session is gone there. */
+  readonly goneSomewhere: boolean;
 }
 
 /** The outcome of one round. */
@@ -41,6 +52,8 @@ export type Attempt =
       readonly retryAfterMs?: number;
       /** A majority granted, too late for a valid lease: try again soon. */
       readonly lapsed: boolean;
+      /** The holders bound to a session that the nodes named. */
+      readonly sessionHolders?: readonly SessionHolder[];
     }
   | { readonly kind: 'unreachable'; readonly message: string };
 
@@ -72,7 +85,9 @@ export interface Round {
  * round waits for {@link Round.stragglers}, and a node that never answered
  * is given back blindly (on its connection, after the round's command). A
  * node whose connection is down is skipped: its vote would not count (see
- * RestartGuard) and waiting for it would only slow every round.
+ * RestartGuard) and waiting for it would only slow every round. Each node
+ * first frees the lock of a holder the request names as lapsed (its session
+ * gone on a majority, see quorum-sessions.ts).
  */
 export async function runRound(
   context: AcquireContext,
@@ -109,6 +124,7 @@ export async function runRound(
         request.arrival,
         waitLeft,
         graceMs,
+        request.lapsedHolders,
       );
     },
     context.nodeTimeoutMs,
@@ -154,10 +170,13 @@ export async function runRound(
   }
   let wakeInMs: number | undefined;
   let retryAfterMs: number | undefined;
+  const holders = new Map<string, boolean>();
   for (const { value } of round.replies) {
-    const hint = value[1];
+    const [state, hint, holder, gone] = value;
+    if (state === 0 && holder !== undefined)
+      holders.set(holder, holders.get(holder) === true || gone === 1);
     if (hint === undefined || hint < 0) continue;
-    if (value[0] === 0) retryAfterMs = Math.min(retryAfterMs ?? hint, hint);
+    if (state === 0) retryAfterMs = Math.min(retryAfterMs ?? hint, hint);
     wakeInMs = Math.min(wakeInMs ?? hint, hint);
   }
   return {
@@ -166,6 +185,10 @@ export async function runRound(
       wakeInMs,
       retryAfterMs,
       lapsed: grants >= quorum,
+      sessionHolders: [...holders].map(([holder, goneSomewhere]) => ({
+        token: holder,
+        goneSomewhere,
+      })),
     },
     stragglers,
   };

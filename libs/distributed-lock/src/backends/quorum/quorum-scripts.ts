@@ -6,20 +6,29 @@ import {
 } from '../lua-scripts.js';
 
 const read = (name: string) => readScript(import.meta.url, name);
+/** Scripts that look at a holder's session start with the function that reads it. */
+const withHolderSession = (name: string) => read('holder-session') + read(name);
 
 /** Every script, read once when this module loads. */
 const scripts = {
-  acquire: { numberOfKeys: 4, lua: read('acquire') },
+  acquire: { numberOfKeys: 4, lua: withHolderSession('acquire') },
   release: { numberOfKeys: 4, lua: read('release') },
   extend: { numberOfKeys: 3, lua: read('extend') },
   fence: { numberOfKeys: 2, lua: read('fence') },
   raiseFence: { numberOfKeys: 1, lua: read('raise-fence') },
+  isLocked: { numberOfKeys: 1, lua: withHolderSession('is-locked') },
 } as const;
 
 type ScriptName = keyof typeof scripts;
 
-/** Reply of acquire.lua: `[1]`, `[0, pttl]` or `[2, ms until the head waiter lapses]`. */
-export type AcquireReply = readonly [0 | 1 | 2, number?];
+/**
+ * Reply of acquire.lua: `[1]`; `[0, pttl]`, or `[0, ms, holder, gone]` for a
+ * holder bound to a session; or `[2, ms until the head waiter lapses]`.
+ */
+export type AcquireReply = readonly [0 | 1 | 2, number?, string?, (0 | 1)?];
+
+/** Reply of is-locked.lua: `[]` when free, else `[holder, 1 if its session is gone here]`. */
+export type HolderReply = readonly [] | readonly [string, 0 | 1];
 
 /** The lock's keys on one node; they share the lock's Cluster slot (its braces). */
 export function quorumKeys(key: string) {
@@ -42,12 +51,22 @@ export function wakeChannel(client: Redis, key: string): string {
 /** Typed callers of the scripts on one node. */
 export class QuorumScripts {
   private readonly commands: Record<ScriptName, ScriptCommand>;
+  /**
+   * Where session keys start, as the scripts build them: ioredis prefixes
+   * only the keys it is given, not those a script makes up.
+   */
+  private readonly sessionPrefix: string;
 
   /** Registers the scripts on `client` (idempotent). */
-  constructor(private readonly client: Redis) {
+  constructor(
+    private readonly client: Redis,
+    keyPrefix: string,
+  ) {
     this.commands = defineScripts(client, 'quorumLock', scripts);
+    this.sessionPrefix = `${client.options?.keyPrefix ?? ''}${keyPrefix}`;
   }
 
+  /** `lapsedHolders`: tokens whose session is gone on a majority; their lock is free. */
   acquire(
     key: string,
     token: string,
@@ -55,6 +74,7 @@ export class QuorumScripts {
     arrival: number,
     waitMs: number,
     graceMs: number,
+    lapsedHolders: readonly string[] = [],
   ): Promise<AcquireReply> {
     const k = quorumKeys(key);
     return this.commands.acquire(
@@ -67,6 +87,8 @@ export class QuorumScripts {
       arrival,
       waitMs,
       graceMs,
+      this.sessionPrefix,
+      ...lapsedHolders,
     ) as Promise<AcquireReply>;
   }
 
@@ -127,8 +149,11 @@ export class QuorumScripts {
     return this.commands.raiseFence(quorumKeys(key).fence, String(token));
   }
 
-  /** 1 when the lock key exists here. */
-  exists(key: string): Promise<number> {
-    return this.client.exists(key);
+  /** Who holds the lock here, and whether their session is gone here. */
+  holder(key: string): Promise<HolderReply> {
+    return this.commands.isLocked(
+      key,
+      this.sessionPrefix,
+    ) as Promise<HolderReply>;
   }
 }

@@ -3,10 +3,14 @@
 -- "<last seen ms>|<wait deadline ms>", server clock), KEYS[4] when the lock
 -- was or will be freed (server ms; kept only while someone waits)
 -- ARGV[1] token, ARGV[2] lease ms, ARGV[3] arrival, ARGV[4] wait left ms
--- (0: try once, do not queue), ARGV[5] waiter grace ms
--- Returns {1} when granted, {0, pttl} when held by another, {2, ms} when
--- free but an earlier waiter goes first (ms: until that waiter lapses, should
--- it never come back).
+-- (0: try once, do not queue), ARGV[5] waiter grace ms, ARGV[6] session key
+-- prefix, ARGV[7...] holders whose session the caller saw gone on a majority
+-- of the nodes
+-- Returns {1} when granted; {0, pttl} when held by another, or
+-- {0, ms, holder, gone} for a holder bound to a session (ms: the lesser of the
+-- lock's and the session's PTTL, or the lock's when the session is gone here,
+-- gone = 1); {2, ms} when free but an earlier waiter goes first (ms: until
+-- that waiter lapses, should it never come back).
 -- Atomic as one script: the check that the lock is free, the check that no
 -- earlier live waiter is queued here, and the SET that grants it cannot be
 -- split by another client's command, so this node grants the lock to one
@@ -46,6 +50,25 @@ if holder == token then
   return granted()
 end
 
+-- A holder whose session is gone on a majority lost the lock everywhere: a
+-- session that lapsed never comes back, so that stays true, and its holder's
+-- deadline is past by then (see quorum-sessions.ts). Its lock is free, as if
+-- its lease had run out. Compared and deleted in this script, so a lock
+-- somebody took since is never touched; the node's queue then decides who
+-- gets it, as below.
+if holder then
+  for i = 7, #ARGV do
+    if holder == ARGV[i] then
+      redis.call('del', lock)
+      holder = nil
+      if redis.call('exists', waiters) == 1 then
+        redis.call('set', freed, string.format('%.0f', now), 'px', grace)
+      end
+      break
+    end
+  end
+end
+
 if wait > 0 then
   -- (Re)registers the waiter; its arrival never changes, so its place does
   -- not either. The lists live as long as their most patient waiter.
@@ -60,8 +83,19 @@ end
 
 if holder then
   local pttl = redis.call('pttl', lock)
-  if wait > 0 and pttl >= 0 then
-    redis.call('set', freed, string.format('%.0f', now + pttl), 'px', pttl + grace)
+  -- A session-bound lock ends with its holder's session: waiters' timers
+  -- fire then. Gone here only, it may still be alive on a majority: the
+  -- lock's own lease is all this node can tell.
+  local session = holder_session_pttl(ARGV[6], holder)
+  local left = pttl
+  if session and session >= 0 and (left < 0 or session < left) then
+    left = session
+  end
+  if wait > 0 and left >= 0 then
+    redis.call('set', freed, string.format('%.0f', now + left), 'px', left + grace)
+  end
+  if session then
+    return { 0, left, holder, session == -2 and 1 or 0 }
   end
   return { 0, pttl }
 end
