@@ -194,7 +194,8 @@ export class HeldKey implements SessionBound {
   }
 
   private async issueFence(): Promise<number> {
-    if (this.lostWith) throw this.lostWith;
+    // `lost` reads the deadline too: a holder past it never gets a token.
+    if (this.lost) throw this.lostWith;
     if (this.holds <= 0 || this.stopped) {
       throw new LockLostError(
         this.name,

@@ -138,14 +138,33 @@ export class LockService {
     if (this.joinsOnly(attempt.names)) return this.start(attempt);
     // The first hold of this session (or of the one after a lapse): its
     // record must exist before any lock is stored under its name.
-    return session.ready().then(
-      (id) => this.start(bindToSession(attempt, id)),
-      (error: unknown) => {
-        if (this.closed)
-          throw new LockNotAcquiredError(attempt.names.join(', '), 0);
-        throw error;
-      },
+    return this.openSession(session, attempt).then((id) =>
+      this.start(bindToSession(attempt, id)),
     );
+  }
+
+  /**
+   * Opens the session, trying again within the attempt's wait: right after
+   * startup the store may not be reachable yet (a quorum node still
+   * connecting).
+   */
+  private async openSession(
+    session: ProcessSession,
+    attempt: Attempt,
+  ): Promise<string> {
+    for (;;) {
+      try {
+        return await session.ready();
+      } catch (error) {
+        if (this.closed)
+          throw new LockNotAcquiredError(
+            attempt.names.join(', '),
+            Date.now() - attempt.startedAt,
+          );
+        if (Date.now() + sessionRetryMs >= attempt.deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, sessionRetryMs));
+      }
+    }
   }
 
   /** Whether the calling chain holds every one of `names` already (a reentrant acquisition). */
@@ -483,6 +502,9 @@ function checkedMs(name: string, value: number, zeroAllowed: boolean): number {
   }
   return value;
 }
+
+/** How long to wait before trying again to open a session that failed to open. */
+const sessionRetryMs = 50;
 
 /** The attempt, its owner token bound to session `sessionId`. */
 function bindToSession(attempt: Attempt, sessionId: string): Attempt {

@@ -183,8 +183,10 @@ export class ProcessSession {
 
   private armDeadline(): void {
     clearTimeout(this.deadlineTimer);
+    // Set for the current deadline (a renewal re-arms it): lapse when it
+    // fires, even a hair early by the monotonic clock, as timers may.
     this.deadlineTimer = setTimeout(
-      () => void this.liveId,
+      () => this.lapse(),
       Math.max(0, this.deadline - monotonicNow()),
     );
     this.deadlineTimer.unref();
