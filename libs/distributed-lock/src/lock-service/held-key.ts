@@ -6,7 +6,10 @@ import {
   monotonicNow,
 } from '../lease/lease-clock.js';
 import type { LockLostReason } from './lock-events.js';
-import type { ProcessSession, SessionBound } from '../session/process-session.js';
+import type {
+  ProcessSession,
+  SessionBound,
+} from '../session/process-session.js';
 import { sessionOf } from '../session/session-token.js';
 
 /** How a hold keeps its lease. */
@@ -127,7 +130,8 @@ export class HeldKey implements SessionBound {
     if (session) {
       // The session lapsed while the grant was on its way: someone else may
       // hold the lock already.
-      if (session.bind(this, sessionOf(this.token) ?? '')) this.session = session;
+      if (session.bind(this, sessionOf(this.token) ?? ''))
+        this.session = session;
       // Never handed to the caller: nobody to tell.
       else this.markLost('session-expired', false);
     }

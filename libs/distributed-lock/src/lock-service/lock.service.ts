@@ -3,7 +3,6 @@ import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
 import type {
   AcquireRequest,
-  LockBackend,
   LockBusy,
   LockGrant,
 } from '../backends/lock-backend.js';
@@ -19,43 +18,15 @@ import { HeldKey, type LeasePolicy } from './held-key.js';
 import type { LockEventMap, LockLostReason } from './lock-events.js';
 import { LockHandle } from './lock-handle.js';
 import { lockScope } from './lock-scope.js';
+import {
+  canonicalKeys,
+  checkedMs,
+  type LockOptions,
+  type LockServiceSettings,
+} from './lock-settings.js';
+import { newOwnerToken } from './owner-token.js';
 import { ProcessSession } from '../session/process-session.js';
 import { sessionToken } from '../session/session-token.js';
-
-/** Per-call options of {@link LockService.acquire} and friends. */
-export interface LockOptions {
-  /**
-   * Lease in ms. Given: the lock expires after it and is never renewed, also
-   * when its holder dies (no crash recovery before then). Omitted: the lock
-   * is bound to the process's session, and freed within the session's TTL if
-   * the process dies (or, with sessions off, a watchdog renews its lease).
-   */
-  readonly leaseTime?: number;
-  /** How long to wait for a busy lock, in ms; 0 tries once. */
-  readonly waitTime?: number;
-  /** Aborting it stops waiting. */
-  readonly signal?: AbortSignal;
-}
-
-/** Settings the service runs with (the module fills them from its options). */
-export interface LockServiceSettings {
-  readonly backend: LockBackend;
-  /** Prefix of every lock key in the store. */
-  readonly keyPrefix: string;
-  /** Default explicit lease; undefined means watchdog. */
-  readonly leaseTime?: number;
-  /** Lease kept alive by the watchdog, when the hold is bound to no session. */
-  readonly watchdogLeaseTime: number;
-  /**
-   * TTL of the process session, in ms. Holds without an explicit lease are
-   * bound to it when the backend keeps sessions. Undefined: no session;
-   * such holds renew their own lease (`watchdogLeaseTime`).
-   */
-  readonly sessionTtl?: number;
-  /** Default wait. */
-  readonly waitTime: number;
-  readonly maxKeyLength: number;
-}
 
 /** One call of {@link LockService.acquire}, checked. */
 interface Attempt {
@@ -110,7 +81,7 @@ export class LockService {
     let attempt: Attempt;
     try {
       if (this.closed) throw new LockNotAcquiredError(String(keyOrKeys), 0);
-      const names = this.canonicalKeys(keyOrKeys);
+      const names = canonicalKeys(keyOrKeys, this.settings.maxKeyLength);
       const policy = this.leasePolicy(options.leaseTime);
       const waitTime = checkedMs(
         'waitTime',
@@ -455,25 +426,6 @@ export class LockService {
     }
   };
 
-  private canonicalKeys(keyOrKeys: string | readonly string[]): string[] {
-    // One key (the common case) needs no sorting or deduplication.
-    const single =
-      typeof keyOrKeys === 'string'
-        ? keyOrKeys
-        : keyOrKeys.length === 1
-          ? keyOrKeys[0]
-          : undefined;
-    if (single !== undefined)
-      return [validateLockKey(single, this.settings.maxKeyLength)];
-    const keys = [...keyOrKeys];
-    if (keys.length === 0)
-      throw new RangeError('acquire() needs at least one key');
-    const valid = keys.map((key) =>
-      validateLockKey(key, this.settings.maxKeyLength),
-    );
-    return [...new Set(valid)].toSorted();
-  }
-
   private leasePolicy(leaseTime: number | undefined): LeasePolicy {
     const explicit = leaseTime ?? this.settings.leaseTime;
     if (explicit === undefined) {
@@ -487,20 +439,6 @@ export class LockService {
       watchdog: false,
     };
   }
-}
-
-function checkedMs(name: string, value: number, zeroAllowed: boolean): number {
-  if (
-    typeof value !== 'number' ||
-    !Number.isFinite(value) ||
-    value < 0 ||
-    (!zeroAllowed && value === 0)
-  ) {
-    throw new RangeError(
-      `${name} must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of ms, got ${String(value)}`,
-    );
-  }
-  return value;
 }
 
 /** How long to wait before trying again to open a session that failed to open. */
@@ -517,24 +455,9 @@ function sessionLapsedError(name: string): LockBackendError {
   );
 }
 
+export type { LockOptions, LockServiceSettings } from './lock-settings.js';
+
 /** True for any error this library throws. */
 export function isLockError(error: unknown): error is LockError {
   return error instanceof LockError;
-}
-
-/**
- * A random 128-bit owner token. Drawing 16 bytes from the CSPRNG per call
- * costs more than the rest of an acquisition's Node work, so tokens are cut
- * from a 4 KiB block of random bytes refilled when used up.
- */
-let tokenBytes = randomBytes(4096);
-let tokenOffset = 0;
-function newOwnerToken(): string {
-  if (tokenOffset + 16 > tokenBytes.length) {
-    tokenBytes = randomBytes(4096);
-    tokenOffset = 0;
-  }
-  const token = tokenBytes.toString('base64url', tokenOffset, tokenOffset + 16);
-  tokenOffset += 16;
-  return token;
 }

@@ -6,8 +6,8 @@ function storeThat(renew: SessionStore['renew']): SessionStore & {
   ended: string[];
   reconnect: () => void;
 } {
-  let reconnected: () => void = () => undefined;
   const ended: string[] = [];
+  const listeners: (() => void)[] = [];
   return {
     holdLeaseMs: 60_000,
     ended,
@@ -18,10 +18,12 @@ function storeThat(renew: SessionStore['renew']): SessionStore & {
       return Promise.resolve();
     },
     onReconnect: (listener) => {
-      reconnected = listener;
+      listeners.push(listener);
       return () => undefined;
     },
-    reconnect: () => reconnected(),
+    reconnect: () => {
+      for (const listener of listeners) listener();
+    },
   };
 }
 
