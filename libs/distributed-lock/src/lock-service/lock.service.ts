@@ -265,7 +265,7 @@ export class LockService {
       if (!result.acquired) throw this.notAcquired(name, attempt, result);
       const held = this.hold(name, storeKey, attempt, result, sentAt);
       if (held.lostReason === 'session-expired')
-        return this.sessionLapsedMeanwhile(held);
+        return this.sessionLapsedMeanwhile(held, attempt);
       return new LockHandle([held], this.releaseHeld, false);
     });
   }
@@ -321,10 +321,19 @@ export class LockService {
     return new LockHandle(taken, this.releaseHeld, reentrant);
   }
 
-  /** The session lapsed while the grant was on its way: give the lock back, fail. */
-  private async sessionLapsedMeanwhile(held: HeldKey): Promise<never> {
+  /**
+   * The session lapsed while the grant was on its way: the lock is given
+   * back, and asked for again under a new session within what is left of
+   * the wait.
+   */
+  private async sessionLapsedMeanwhile(
+    held: HeldKey,
+    attempt: Attempt,
+  ): Promise<LockHandle> {
     await this.releaseHeld([held]).catch(() => undefined);
-    throw sessionLapsedError(held.name);
+    const waitTime = attempt.deadline - Date.now();
+    if (this.closed || waitTime <= 0) throw sessionLapsedError(held.name);
+    return this.acquire(attempt.names, { waitTime, signal: attempt.signal });
   }
 
   /** The backend request for `storeKey`, sent at `now` (ms since epoch). */

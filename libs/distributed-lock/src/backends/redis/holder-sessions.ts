@@ -35,6 +35,8 @@ interface KnownSession {
  */
 export class HolderSessions {
   private readonly known = new Map<string, KnownSession>();
+  /** Reads under way, by session id. */
+  private readonly reading = new Map<string, Promise<number>>();
 
   constructor(private readonly c: LockContext) {}
 
@@ -60,6 +62,18 @@ export class HolderSessions {
       seen.aliveUntil > now
     )
       return seen.aliveUntil - now;
+    // Checks of many keys held by one process share one read of its session.
+    let reading = this.reading.get(id);
+    if (reading === undefined) {
+      reading = this.read(id).finally(() => this.reading.delete(id));
+      this.reading.set(id, reading);
+    }
+    return reading;
+  }
+
+  /** Reads session `id`: how long it surely lasts (at most until its connection's next look), 0 when gone. */
+  private async read(id: string): Promise<number> {
+    const sentAt = monotonicNow();
     const key = sessionKey(this.c.settings.keyPrefix, id);
     const [[, pttl], [, connection]] = (await this.c.calls.call(
       this.c.client.pipeline().pttl(key).get(key).exec(),
@@ -79,7 +93,7 @@ export class HolderSessions {
     const left =
       Number(pttl) < 0 ? this.c.settings.handoffLeaseMs : Number(pttl);
     this.remember(id, {
-      aliveUntil: now + left - clockDriftMs(left),
+      aliveUntil: sentAt + left - clockDriftMs(left),
       watchesConnection,
     });
     return watchesConnection ? Math.min(left, disconnectCheckMs) : left;
