@@ -18,6 +18,10 @@ export interface OpenLocksOptions {
   readonly localHandoffs?: number;
   readonly localHandoffWindowMs?: number;
   readonly watchdogLeaseTime?: number;
+  /** TTL of the process session in ms; unset: no session (holds renew their own lease). */
+  readonly sessionTtl?: number;
+  /** The backend's `freeOnDisconnect`. Default false. */
+  readonly freeOnDisconnect?: boolean;
   readonly leaseTime?: number;
   readonly waitTime?: number;
   /** Default `'lock:'`. */
@@ -51,12 +55,14 @@ export function openLocks(
     handoffLeaseMs: options.handoffLeaseMs,
     localHandoffs: options.localHandoffs,
     localHandoffWindowMs: options.localHandoffWindowMs,
+    freeOnDisconnect: options.freeOnDisconnect,
   });
   const locks = new LockService({
     backend,
     keyPrefix: options.keyPrefix ?? 'lock:',
     leaseTime: options.leaseTime,
     watchdogLeaseTime: options.watchdogLeaseTime ?? 30_000,
+    sessionTtl: options.sessionTtl,
     waitTime: options.waitTime ?? 5_000,
     maxKeyLength: options.maxKeyLength ?? 512,
   });

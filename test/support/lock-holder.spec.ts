@@ -126,6 +126,40 @@ describe('lock-holder test helper', () => {
     }
   });
 
+  it('holds `count` locks bound to its session, reports its deadline as renewals move it, and releases them all', async () => {
+    const holder = start({
+      key: 'several',
+      count: 3,
+      sessionTtl: 600,
+      reportExpiry: true,
+    });
+    const acquired = await holder.waitFor('acquired');
+    expect(acquired.count).toBe(3);
+    const session = String(acquired.token).split('.')[0];
+    const stored = await redis.mget(
+      ['several:0', 'several:1', 'several:2'].map((k) => `lock:{${k}}`),
+    );
+    expect(stored.map((token) => token?.split('.')[0])).toEqual([
+      session,
+      session,
+      session,
+    ]);
+    expect(await redis.pttl(`lock:session:{${session}}`)).toBeGreaterThan(0);
+    // Renewals every 200 ms move the deadline on.
+    await eventually(
+      () => holder.events.filter((e) => e.event === 'expiry').length >= 3,
+    );
+    const deadlines = holder.events
+      .filter((e) => e.event === 'expiry')
+      .map((e) => Number(e.expiresAt));
+    expect(deadlines).toEqual(deadlines.toSorted((a, b) => a - b));
+    expect(deadlines[0]).toBeLessThanOrEqual(Number(acquired.at) + 600);
+
+    expect(await holder.stop()).toBe(0);
+    expect((await holder.waitFor('released')).result).toBe(true);
+    expect(await redis.exists('lock:{several:0}', 'lock:{several:2}')).toBe(0);
+  });
+
   it('waitFor rejects with the output when the holder exits first', async () => {
     const port = await getFreePort(); // nothing listens there
     const holder = startLockHolder({

@@ -19,10 +19,26 @@ export interface LockHolderOptions {
   url: string;
   /** The lock key, without prefix (stored as `lock:{<key>}`). */
   key: string;
-  /** Explicit lease in ms; omitted: the watchdog renews the lease. */
+  /**
+   * Hold this many locks at once instead: `<key>:0` ... `<key>:<count - 1>`,
+   * acquired 500 at a time; `acquired` comes once all are held. Not with
+   * `fence` or `resourceUrl`.
+   */
+  count?: number;
+  /**
+   * Explicit lease in ms; omitted: the hold is bound to the process session
+   * (with `sessionTtl`), or else the watchdog renews the lease.
+   */
   leaseTime?: number;
+  /** TTL of the process session in ms. Omitted: no session. */
+  sessionTtl?: number;
   /** The watchdog's lease in ms. Default 30 000. */
   watchdogLeaseTime?: number;
+  /**
+   * Report the hold's local deadline (`expiry`) whenever it moves, e.g. when
+   * a session renewal is confirmed.
+   */
+  reportExpiry?: boolean;
   /** How long to wait for a busy lock, in ms. Default 5 000. */
   waitTime?: number;
   /** How long to hold after acquiring, in ms, or `'forever'` (until SIGTERM). Default `'forever'`. */

@@ -1,20 +1,25 @@
 /**
- * A separate OS process that holds one lock, for fault tests; driven by
- * test/support/lock-holder.ts (see LockHolderOptions there).
+ * A separate OS process that holds one lock (or `count` of them), for fault
+ * tests; driven by test/support/lock-holder.ts (see LockHolderOptions there).
  *
  * It connects, acquires the key, optionally takes a fencing token and reports
  * to a served FencedResource, holds the lock for `holdMs` (or until SIGTERM),
  * then releases it and exits 0. Every step is one JSON line on stdout:
  *
  * - `ready`: connected to Redis
- * - `acquiring`: the acquisition was sent
- * - `acquired` `{ token, fence?, at }`: `at` is when the grant arrived
+ * - `acquiring` `{ key, count, at }`: the acquisition was sent
+ * - `acquired` `{ token, count, fence?, at }`: `at` is when the (last) grant
+ *   arrived; `token` is the first lock's
  * - `not-acquired` `{ waitedMs, aborted, at }`: busy after `waitTime`, or
  *   SIGTERM came while waiting (`aborted`)
- * - `entered` `{ writer, overlap, at }`, `wrote` `{ writer, fence, accepted, at }`:
- *   calls to the resource (`wrote` again every `writeEveryMs`)
+ * - `entered` `{ writer, overlap, at }`, `wrote` `{ writer, fence, accepted,
+ *   held, sentAt, at }`: calls to the resource (`wrote` again every
+ *   `writeEveryMs`); `held` is whether the hold was not known lost when the
+ *   write was sent: a write goes out either way, as a stale holder's would
+ * - `expiry` `{ expiresAt, at }` (with `reportExpiry`): the hold's local
+ *   deadline moved; not reported once lost
  * - `lost` `{ key, reason, fence?, at }`: the library's `lost` event
- * - `released` `{ result, at }`: `result` is false when the lock had been lost
+ * - `released` `{ result, at }`: `result` is false when a lock had been lost
  * - `done` `{ at }`: every round is over (see `repeatForMs`)
  * - `error` `{ name, message, at }`: then exits 1, unless stopping already
  *
@@ -34,7 +39,13 @@ import type { LockHolderOptions } from '../lock-holder.js';
 
 const options = JSON.parse(process.argv[2] ?? '{}') as LockHolderOptions;
 const writer = options.name ?? `holder-${process.pid}`;
+const keys =
+  options.count === undefined
+    ? [options.key]
+    : Array.from({ length: options.count }, (_, i) => `${options.key}:${i}`);
 const CLOSE_PATIENCE_MS = 3_000;
+const ACQUIRE_BATCH = 500;
+const EXPIRY_POLL_MS = 5;
 
 function emit(event: string, fields: Record<string, unknown> = {}): void {
   process.stdout.write(`${JSON.stringify({ event, ...fields })}\n`);
@@ -75,6 +86,7 @@ setInterval(() => {
 
 const { locks, client, close } = createLockService(options.url, {
   watchdogLeaseTime: options.watchdogLeaseTime,
+  sessionTtl: options.sessionTtl,
   waitTime: options.waitTime,
   handoffLeaseMs: options.handoffLeaseMs,
   commandTimeoutMs: options.commandTimeoutMs,
@@ -92,17 +104,40 @@ const resource =
     ? undefined
     : fencedResourceClient(options.resourceUrl);
 
-async function write(fence: number): Promise<void> {
+async function write(handle: LockHandle, fence: number): Promise<void> {
+  const held = !handle.lost;
+  const sentAt = Date.now();
   try {
     const accepted = await resource!.write(fence, writer);
-    emit('wrote', { writer, fence, accepted, at: Date.now() });
+    emit('wrote', { writer, fence, accepted, held, sentAt, at: Date.now() });
   } catch (error) {
     emitError(error);
   }
 }
 
-/** Holds `handle` for `holdMs` (or until SIGTERM), using the resource meanwhile. */
-async function hold(handle: LockHandle, acquiredAt: number): Promise<void> {
+/** Emits `expiry` whenever the earliest local deadline of `handles` moves; returns a stop function. */
+function reportExpiry(handles: readonly LockHandle[]): () => void {
+  let reported = 0;
+  const timer = setInterval(() => {
+    let expiresAt = Infinity;
+    for (const handle of handles) {
+      if (handle.lost) return;
+      expiresAt = Math.min(expiresAt, handle.expiresAt);
+    }
+    // Date.now() and the monotonic clock tick apart: sub-ms jitter is no move.
+    if (Math.abs(expiresAt - reported) < 2) return;
+    reported = expiresAt;
+    emit('expiry', { expiresAt, at: Date.now() });
+  }, EXPIRY_POLL_MS);
+  return () => clearInterval(timer);
+}
+
+/** Holds `handles` for `holdMs` (or until SIGTERM), using the resource meanwhile (one lock only). */
+async function hold(
+  handles: readonly LockHandle[],
+  acquiredAt: number,
+): Promise<void> {
+  const handle = handles[0];
   let fence: number | undefined;
   if (options.fence && !stop.signal.aborted) {
     try {
@@ -111,7 +146,15 @@ async function hold(handle: LockHandle, acquiredAt: number): Promise<void> {
       emitError(error);
     }
   }
-  emit('acquired', { token: handle.token, fence, at: acquiredAt });
+  emit('acquired', {
+    token: handle.token,
+    count: handles.length,
+    fence,
+    at: acquiredAt,
+  });
+  const stopReporting = options.reportExpiry
+    ? reportExpiry(handles)
+    : () => undefined;
   let entered = false;
   let writes: NodeJS.Timeout | undefined;
   if (resource && !stop.signal.aborted) {
@@ -120,10 +163,10 @@ async function hold(handle: LockHandle, acquiredAt: number): Promise<void> {
       entered = true;
       emit('entered', { writer, overlap, at: Date.now() });
       if (fence !== undefined) {
-        await write(fence);
+        await write(handle, fence);
         const every = options.writeEveryMs;
         if (every !== undefined) {
-          writes = setInterval(() => void write(fence), every);
+          writes = setInterval(() => void write(handle, fence), every);
         }
       }
     } catch (error) {
@@ -135,6 +178,7 @@ async function hold(handle: LockHandle, acquiredAt: number): Promise<void> {
     ? stopRequested
     : Promise.race([sleep(holdMs), stopRequested]));
   clearInterval(writes);
+  stopReporting();
   if (entered) await resource!.leave(writer).catch(emitError);
 }
 
@@ -143,6 +187,10 @@ async function main(): Promise<number> {
     await client.ping();
   } catch (error) {
     emitError(error);
+    return 1;
+  }
+  if (keys.length > 1 && (options.fence || resource)) {
+    emitError(new Error('count goes without fence and resourceUrl'));
     return 1;
   }
   emit('ready', { pid: process.pid, at: Date.now() });
@@ -157,16 +205,36 @@ async function main(): Promise<number> {
   return code;
 }
 
+/** Every key, `ACQUIRE_BATCH` at a time; on a failure, gives back those taken and throws. */
+async function acquireAll(): Promise<LockHandle[]> {
+  const handles: LockHandle[] = [];
+  for (let from = 0; from < keys.length; from += ACQUIRE_BATCH) {
+    const batch = await Promise.allSettled(
+      keys.slice(from, from + ACQUIRE_BATCH).map((key) =>
+        locks.acquire(key, {
+          leaseTime: options.leaseTime,
+          waitTime: options.waitTime,
+          signal: stop.signal,
+        }),
+      ),
+    );
+    for (const result of batch)
+      if (result.status === 'fulfilled') handles.push(result.value);
+    const failed = batch.find((result) => result.status === 'rejected');
+    if (failed) {
+      await Promise.allSettled(handles.map((handle) => handle.release()));
+      throw failed.reason;
+    }
+  }
+  return handles;
+}
+
 /** One acquisition, hold and release; the exit code it calls for. */
 async function holdOnce(): Promise<number> {
-  let handle: LockHandle;
-  emit('acquiring', { key: options.key, at: Date.now() });
+  let handles: LockHandle[];
+  emit('acquiring', { key: options.key, count: keys.length, at: Date.now() });
   try {
-    handle = await locks.acquire(options.key, {
-      leaseTime: options.leaseTime,
-      waitTime: options.waitTime,
-      signal: stop.signal,
-    });
+    handles = await acquireAll();
   } catch (error) {
     if (!(error instanceof LockNotAcquiredError)) {
       emitError(error);
@@ -179,9 +247,10 @@ async function holdOnce(): Promise<number> {
     });
     return 0;
   }
-  await hold(handle, Date.now());
+  await hold(handles, Date.now());
   try {
-    emit('released', { result: await handle.release(), at: Date.now() });
+    const results = await Promise.all(handles.map((h) => h.release()));
+    emit('released', { result: results.every(Boolean), at: Date.now() });
   } catch (error) {
     emitError(error);
     return stop.signal.aborted ? 0 : 1;
