@@ -4,6 +4,9 @@
  * "acquired <fencing token>" once it holds it. Imports only the service and
  * the backend, so that it starts quickly.
  *
+ * With QUEUED=<n> in its environment, it then queues n more acquisitions of
+ * the same key behind its own hold, and prints "queued" once Redis has them.
+ *
  * Usage: node --import @swc-node/register/esm-register doomed-holder.ts <redis url> <key> <watchdog lease ms> [<session ttl ms> [free-on-disconnect]]
  */
 import { Redis } from 'ioredis';
@@ -26,4 +29,13 @@ const locks = new LockService({
 });
 const handle = await locks.acquire(key);
 process.stdout.write(`acquired ${await handle.fence()}\n`);
+const queued = Number(process.env.QUEUED ?? 0);
+for (let i = 0; i < queued; i += 1)
+  void locks.acquire(key, { waitTime: 60_000 }).catch(() => undefined);
+if (queued > 0) {
+  const queue = `lock:{${key}}:queue`;
+  while (Number(await client.llen(queue)) < queued)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  process.stdout.write('queued\n');
+}
 await new Promise(() => undefined);

@@ -14,6 +14,8 @@ import type { Waiter } from './waiter.js';
  */
 export class QueueChecks {
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** When each scheduled check is due (monotonic ms). */
+  private readonly dueAt = new Map<string, number>();
 
   constructor(private readonly c: LockContext) {}
 
@@ -25,34 +27,46 @@ export class QueueChecks {
   /**
    * Checks `key` just after the holder's lease ends, `holderPttl` ms from now
    * (0: within a millisecond), and at most `handoffLeaseMs` from now; a
-   * negative `holderPttl` (no lease known) waits `handoffLeaseMs`. Does
-   * nothing when a check is due already.
+   * negative `holderPttl` (no lease known) waits `handoffLeaseMs`. A check
+   * due already stands, unless this one is due sooner and the other has not
+   * started (a new waiter may know of a holder that died since).
    */
   schedule(key: string, holderPttl: number): void {
-    if (this.timers.has(key) || this.c.closed) return;
+    if (this.c.closed) return;
     const { handoffLeaseMs } = this.c.settings;
     const delay =
       holderPttl >= 0
         ? Math.min(holderPttl + 1, handoffLeaseMs)
         : handoffLeaseMs;
+    const now = monotonicNow();
+    const scheduled = this.timers.get(key);
+    if (scheduled) {
+      const due = this.dueAt.get(key) ?? 0;
+      // Started already (it keeps the slot while it runs), or as soon.
+      if (due <= now || due <= now + delay) return;
+      clearTimeout(scheduled);
+    }
     const timer: NodeJS.Timeout = setTimeout(
       () => void this.c.calls.track(this.check(key, timer)),
       delay,
     );
     timer.unref();
     this.timers.set(key, timer);
+    this.dueAt.set(key, now + delay);
   }
 
   /** Nobody here waits for `key` any more. */
   stop(key: string): void {
     clearTimeout(this.timers.get(key));
     this.timers.delete(key);
+    this.dueAt.delete(key);
   }
 
   /** Stops every check (the backend is closing). */
   stopAll(): void {
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
+    this.dueAt.clear();
   }
 
   /**
@@ -188,6 +202,7 @@ export class QueueChecks {
     }
     if (this.timers.get(key) !== timer) return;
     this.timers.delete(key);
+    this.dueAt.delete(key);
     if (this.c.waiters.hasKey(key)) this.schedule(key, pttl);
   }
 }

@@ -17,10 +17,42 @@
 -- #include next-fence
 -- #include grant-next
 
+-- The dead holder's process is gone, and so are the waiters it queued under
+-- the same session: served in turn, each would hold the lock for a hand-off
+-- lease before anyone noticed. They leave the queue with it.
+local function drop_session_entries(queue_key, dead_token)
+  local dot = string.find(dead_token, '.', 1, true)
+  if not dot then
+    return
+  end
+  local prefix = string.sub(dead_token, 1, dot)
+  local entries = redis.call('lrange', queue_key, 0, -1)
+  local kept = {}
+  for _, entry in ipairs(entries) do
+    local token = string.match(entry, '^%d+|%d+|([^|]+)|')
+    if not (token and string.sub(token, 1, #prefix) == prefix) then
+      kept[#kept + 1] = entry
+    end
+  end
+  if #kept == #entries then
+    return
+  end
+  local ttl = redis.call('pttl', queue_key)
+  redis.call('del', queue_key)
+  -- Pushed back in order, in slices: unpack() of a long list overflows Lua's stack.
+  for first = 1, #kept, 500 do
+    redis.call('rpush', queue_key, unpack(kept, first, math.min(first + 499, #kept)))
+  end
+  if #kept > 0 and ttl > 0 then
+    redis.call('pexpire', queue_key, ttl)
+  end
+end
+
 local holder = redis.call('get', KEYS[1])
 if holder and holder == ARGV[1] then
   redis.call('del', KEYS[1])
   holder = false
+  drop_session_entries(KEYS[3], ARGV[1])
 end
 if not holder then
   grant_next(KEYS[1], KEYS[2], KEYS[3])
