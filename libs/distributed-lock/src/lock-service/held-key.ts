@@ -88,6 +88,7 @@ export class HeldKey implements SessionBound {
   /** The last of them: the next one is sent after it. */
   private lastLeaseCommand: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  private renewalsStopped = false;
   /** The session bound to, while bound. */
   private session?: ProcessSession;
   private readonly backend: LockBackend;
@@ -142,6 +143,11 @@ export class HeldKey implements SessionBound {
     this.session = undefined;
     this.deadline = Math.min(this.deadline, monotonicNow());
     if (!this.stopped) this.markLost('session-expired');
+  }
+
+  /** Whether the hold is bound to a live process session. */
+  get sessionBound(): boolean {
+    return this.session !== undefined;
   }
 
   /** Why the hold was lost; undefined while it is not. */
@@ -300,6 +306,17 @@ export class HeldKey implements SessionBound {
     });
   }
 
+  /**
+   * Stops renewing its own lease but stays bound to its session, which tells
+   * it when it lapses (the service is closing while a handler may still run
+   * under the hold).
+   */
+  stopRenewing(): void {
+    this.renewalsStopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
   /** Stops renewing and watching the deadline (release, shutdown). */
   stop(): void {
     this.stopped = true;
@@ -312,7 +329,7 @@ export class HeldKey implements SessionBound {
 
   private scheduleRenewal(delayMs: number): void {
     clearTimeout(this.timer);
-    if (this.stopped) return;
+    if (this.stopped || this.renewalsStopped) return;
     this.timer = setTimeout(() => void this.renew(), Math.max(1, delayMs));
     this.timer.unref();
   }

@@ -115,14 +115,16 @@ export class LockService {
   }
 
   /**
-   * Opens the session, trying again within the attempt's wait: right after
-   * startup the store may not be reachable yet (a quorum node still
-   * connecting).
+   * Opens the session. A failure that comes fast is tried again, for up to
+   * `sessionRetryForMs` within the attempt's wait: right after startup the
+   * store may not be reachable yet (a quorum node still connecting). One
+   * that took the command timeout is not: Redis is away.
    */
   private async openSession(
     session: ProcessSession,
     attempt: Attempt,
   ): Promise<string> {
+    const giveUpAt = Math.min(attempt.deadline, Date.now() + sessionRetryForMs);
     for (;;) {
       try {
         return await session.ready();
@@ -132,7 +134,7 @@ export class LockService {
             attempt.names.join(', '),
             Date.now() - attempt.startedAt,
           );
-        if (Date.now() + sessionRetryMs >= attempt.deadline) throw error;
+        if (Date.now() + sessionRetryMs >= giveUpAt) throw error;
         await new Promise((resolve) => setTimeout(resolve, sessionRetryMs));
       }
     }
@@ -237,7 +239,12 @@ export class LockService {
     if (this.closed) return;
     this.closed = true;
     const idle = this.active.size === 0;
-    for (const held of this.active) held.stop();
+    // A hold bound to the session stays bound: it is told when the session,
+    // no longer renewed, lapses. Others stop here and end with their leases.
+    for (const held of this.active) {
+      if (held.sessionBound) held.stopRenewing();
+      else held.stop();
+    }
     this.active.clear();
     await this.session?.close(idle);
     await this.settings.backend.close();
@@ -307,8 +314,13 @@ export class LockService {
       // A key's lease (or the session) ran out while the later keys were
       // awaited: the caller never gets a handle on a lock not all there.
       const lapsed = taken.find((held) => held.lost);
-      if (lapsed?.lostReason === 'session-expired')
-        throw sessionLapsedError(lapsed.name);
+      if (lapsed?.lostReason === 'session-expired') {
+        // Asked for again under a new session, unless the chain's own holds,
+        // bound to the lapsed one, are lost with it.
+        if (outer !== undefined) throw sessionLapsedError(lapsed.name);
+        await this.releaseHeld(taken).catch(() => undefined);
+        return this.askAgain(attempt, lapsed.name);
+      }
       if (lapsed)
         throw new LockNotAcquiredError(
           lapsed.name,
@@ -331,8 +343,17 @@ export class LockService {
     attempt: Attempt,
   ): Promise<LockHandle> {
     await this.releaseHeld([held]).catch(() => undefined);
+    return this.askAgain(attempt, held.name);
+  }
+
+  /** The attempt once more under a new session, within what is left of its wait. */
+  private askAgain(attempt: Attempt, name: string): Promise<LockHandle> {
     const waitTime = attempt.deadline - Date.now();
-    if (this.closed || waitTime <= 0) throw sessionLapsedError(held.name);
+    if (this.closed)
+      return Promise.reject(
+        new LockNotAcquiredError(name, Date.now() - attempt.startedAt),
+      );
+    if (waitTime <= 0) return Promise.reject(sessionLapsedError(name));
     return this.acquire(attempt.names, { waitTime, signal: attempt.signal });
   }
 
@@ -452,6 +473,8 @@ export class LockService {
 
 /** How long to wait before trying again to open a session that failed to open. */
 const sessionRetryMs = 50;
+/** How long failed session opens are tried again, at most. */
+const sessionRetryForMs = 1_000;
 
 /** The attempt, its owner token bound to session `sessionId`. */
 function bindToSession(attempt: Attempt, sessionId: string): Attempt {

@@ -113,20 +113,23 @@ export class ProcessSession {
 
   /**
    * Stops renewing. With `end`, also ends the session in the store, so that
-   * every lock still bound to it is free at once; without, the session
-   * lapses by itself within its TTL. Holds are not told: the caller stops
-   * them first. Idempotent.
+   * every lock still bound to it is free at once (the caller stops the holds
+   * first). Without, the session lapses by itself within its TTL, and the
+   * holds still bound to it are told at its deadline, as ever: a handler may
+   * still run under them. Idempotent.
    */
   async close(end: boolean): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.stopWatching();
+    clearTimeout(this.renewTimer);
+    this.renewTimer = undefined;
+    if (!end) return;
     const id = this.id;
     this.stopTimers();
     this.id = undefined;
     this.bound.clear();
-    if (id !== undefined && end)
-      await this.store.end(id).catch(() => undefined);
+    if (id !== undefined) await this.store.end(id).catch(() => undefined);
   }
 
   private async open(): Promise<string> {
@@ -144,12 +147,13 @@ export class ProcessSession {
     this.id = id;
     this.deadline = deadline;
     this.armDeadline();
-    this.scheduleRenewal(this.ttlMs / 3);
+    this.scheduleNextRenewal();
     return id;
   }
 
   private scheduleRenewal(delayMs: number): void {
     clearTimeout(this.renewTimer);
+    if (this.closed) return;
     this.renewTimer = setTimeout(() => void this.renew(), Math.max(1, delayMs));
     this.renewTimer.unref();
   }
@@ -164,7 +168,9 @@ export class ProcessSession {
     } catch {
       // The store is away: try again while the deadline allows.
       if (this.liveId === id)
-        this.scheduleRenewal(Math.max(50, (this.deadline - monotonicNow()) / 3));
+        this.scheduleRenewal(
+          Math.max(50, (this.deadline - monotonicNow()) / 3),
+        );
       return;
     }
     // Lapsed (and told) while the answer was on its way: it stays lapsed.
@@ -178,7 +184,18 @@ export class ProcessSession {
       sentAt + this.ttlMs - clockDriftMs(this.ttlMs),
     );
     this.armDeadline();
-    this.scheduleRenewal(this.ttlMs / 3);
+    this.scheduleNextRenewal();
+  }
+
+  /**
+   * Every third of the TTL; sooner when answers are slow and a third would
+   * leave less than the time to the deadline's half: a renewal sent that
+   * late may not be answered before the deadline, though Redis would have
+   * kept the session.
+   */
+  private scheduleNextRenewal(): void {
+    const left = this.deadline - monotonicNow();
+    this.scheduleRenewal(Math.min(this.ttlMs / 3, left / 2));
   }
 
   private armDeadline(): void {

@@ -246,7 +246,10 @@ describe('connection ownership and shutdown', () => {
         DistributedLockModule.forRoot({ redis: server.url, sessionTtl: 600 }),
       ],
     });
-    await app.get(LockService).acquire('bound');
+    const closing = app.get(LockService);
+    const lost: string[] = [];
+    closing.events.on('lost', (event) => lost.push(event.reason));
+    const handle = await closing.acquire('bound');
     // The session is renewed every 200 ms: still held well past its 600 ms TTL.
     await sleep(900);
     const other = await start({
@@ -261,8 +264,13 @@ describe('connection ownership and shutdown', () => {
     const closedAt = Date.now();
     const [session] = await observer.keys('lock:session:*');
     expect(await observer.pttl(session)).toBeLessThanOrEqual(600);
+    expect(handle.lost).toBe(false);
     await eventually(async () => !(await locks.isLocked('bound')), 2_000);
     expect(Date.now() - closedAt).toBeLessThan(1_600);
+    // Told, as ever, before anyone else could have the lock.
+    expect(handle.lost).toBe(true);
+    expect(handle.signal.aborted).toBe(true);
+    expect(lost).toEqual(['session-expired']);
     const taken = await locks.acquire('bound', { waitTime: 0 });
     expect(await taken.fence()).toBeGreaterThan(0);
     await taken.release();

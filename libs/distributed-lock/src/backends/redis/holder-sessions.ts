@@ -38,7 +38,15 @@ export class HolderSessions {
   /** Reads under way, by session id. */
   private readonly reading = new Map<string, Promise<number>>();
 
-  constructor(private readonly c: LockContext) {}
+  /** The server's `run_id`, read once per connection (a failover changes it). */
+  private runId?: Promise<string>;
+  private readonly forgetServer = (): void => {
+    this.runId = undefined;
+  };
+
+  constructor(private readonly c: LockContext) {
+    c.client.on('close', this.forgetServer);
+  }
 
   /** How many other processes' sessions are remembered. */
   get size(): number {
@@ -83,8 +91,11 @@ export class HolderSessions {
       this.known.delete(id);
       return 0;
     }
-    const client = /^client:(\d+)$/.exec(connection)?.[1];
-    const watchesConnection = client !== undefined;
+    const [, runId, client] = /^client:([^:]+):(\d+)$/.exec(connection) ?? [];
+    // Connection ids count per server: one recorded on another server (the
+    // master before a failover) says nothing here, and the TTL decides.
+    const watchesConnection =
+      client !== undefined && runId === (await this.serverRunId());
     if (watchesConnection && !(await this.isConnected(client))) {
       this.known.delete(id);
       return 0;
@@ -121,6 +132,24 @@ export class HolderSessions {
 
   forget(id: string): void {
     this.known.delete(id);
+  }
+
+  /** Forgets everything (the backend is closing). */
+  clear(): void {
+    this.known.clear();
+    this.c.client.off('close', this.forgetServer);
+  }
+
+  /** The `run_id` of the server this backend's connection is on now. */
+  serverRunId(): Promise<string> {
+    this.runId ??= this.c.calls
+      .call(this.c.client.info('server'), 'session check')
+      .then((info) => /^run_id:(\w+)/m.exec(String(info))?.[1] ?? '')
+      .catch((error: unknown) => {
+        this.runId = undefined;
+        throw error;
+      });
+    return this.runId;
   }
 
   /** Whether Redis still lists connection `id`; true when it cannot tell (no permission). */

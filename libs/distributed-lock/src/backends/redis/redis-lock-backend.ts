@@ -164,6 +164,7 @@ export class RedisLockBackend implements LockBackend {
     c.releases.close();
     c.listener.close();
     c.sessions.close();
+    c.holderSessions.clear();
     this.replicaAcks?.close();
     if (this.ownsClient) {
       // A Redis that stopped answering must not hold up the app's shutdown.

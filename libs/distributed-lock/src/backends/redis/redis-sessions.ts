@@ -14,8 +14,9 @@ const holdLeaseMs = 24 * 60 * 60 * 1000;
  * locks bound to it; it is renewed with one command in the whole Cluster.
  * Waiters read it through `HolderSessions`.
  *
- * With `freeOnDisconnect`, the key holds `client:<id>` of the connection
- * that renews it (`CLIENT ID`; otherwise it holds `session`), so that a waiter can see the connection gone as
+ * With `freeOnDisconnect`, the key holds `client:<run id>:<id>`: the
+ * server's `run_id` and the `CLIENT ID` of the connection that renews it
+ * (otherwise it holds `session`), so that a waiter can see the connection gone as
  * soon as Redis does, and the session counts as lapsed here the moment that
  * connection closes.
  */
@@ -31,13 +32,17 @@ export class RedisSessions implements SessionStore {
     private readonly c: LockContext,
     private readonly freeOnDisconnect: boolean,
   ) {
+    if (freeOnDisconnect && c.client.isCluster)
+      throw new RangeError(
+        'freeOnDisconnect needs one Redis server (standalone or Sentinel), not a Cluster',
+      );
     if (freeOnDisconnect) c.client.on('close', this.countClose);
   }
 
   async open(id: string, ttlMs: number): Promise<void> {
     const closes = this.closes;
     const value = this.freeOnDisconnect
-      ? `client:${String(await this.c.calls.call(this.c.client.client('ID'), 'session open'))}`
+      ? await this.connectionName()
       : 'session';
     // A re-sent SET finds the key its first run made: nil, which is fine too.
     await this.c.calls.call(
@@ -48,6 +53,15 @@ export class RedisSessions implements SessionStore {
       throw new LockBackendError(
         'The connection to Redis dropped while the lock session was opened',
       );
+  }
+
+  /** `client:<run id>:<id>` of the connection this backend renews on. */
+  private async connectionName(): Promise<string> {
+    const [id, runId] = await Promise.all([
+      this.c.calls.call(this.c.client.client('ID'), 'session open'),
+      this.c.holderSessions.serverRunId(),
+    ]);
+    return `client:${runId}:${String(id)}`;
   }
 
   async renew(id: string, ttlMs: number): Promise<boolean> {
