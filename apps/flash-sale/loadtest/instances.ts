@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -78,9 +79,26 @@ export class AppInstance {
     }
   }
 
-  /** SIGKILL, as a crash: no shutdown hook runs, held locks stay until their lease ends. */
+  /** SIGKILL, as a crash: no shutdown hook runs, its locks stay held until its lock session lapses. */
   async kill(): Promise<void> {
     await this.process?.stop('SIGKILL');
+  }
+
+  /**
+   * SIGSTOP: the process stays frozen, holding whatever it holds, until
+   * `resume`. Resolves once it no longer runs.
+   */
+  async pause(): Promise<void> {
+    const pid = this.pid;
+    if (pid === undefined) throw new Error(`${this.name} is not running`);
+    process.kill(pid, 'SIGSTOP');
+    await untilStopped(pid);
+  }
+
+  /** SIGCONT after `pause`. */
+  resume(): void {
+    const pid = this.pid;
+    if (pid !== undefined) process.kill(pid, 'SIGCONT');
   }
 
   /** SIGTERM (the app's graceful shutdown), SIGKILL after `graceMs`. */
@@ -113,4 +131,31 @@ export function healthStatus(port: number): Promise<number> {
     request.once('timeout', () => request.destroy(new Error('timeout')));
     request.once('error', () => resolve(0));
   });
+}
+
+/**
+ * Resolves once process `pid` is stopped: a signal is delivered when the
+ * target next runs, which on another core may be a moment after kill()
+ * returned. Linux says so in /proc; elsewhere, 20 ms is taken as enough.
+ */
+async function untilStopped(pid: number): Promise<void> {
+  const deadline = performance.now() + 1_000;
+  while (performance.now() < deadline) {
+    let stat: string;
+    try {
+      stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      await sleep(20);
+      return;
+    }
+    // "pid (comm) state ...": the state follows the last ')'.
+    const state = stat.slice(
+      stat.lastIndexOf(')') + 2,
+      stat.lastIndexOf(')') + 3,
+    );
+    if (state === 'T' || state === 't' || state === 'Z' || state === 'X')
+      return;
+    await sleep(1);
+  }
+  throw new Error(`process ${pid} did not stop within 1 s of SIGSTOP`);
 }

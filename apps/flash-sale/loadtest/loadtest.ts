@@ -27,6 +27,11 @@ every 201 a client saw is in the database.
   --no-lock             run the sale without the coupon lock (SECKILL_LOCK=off)
   --kill-one-at F       SIGKILL the last instance once this share of requests
                         was sent (0 < F < 1), then restart it on its port
+  --kill-holder         SIGKILL the instance that holds the coupon's lock
+                        instead (frozen with SIGSTOP, checked in Redis, else
+                        thawed and tried again), at --kill-one-at (default
+                        0.25); restart it once the lock left its session.
+                        Reports the answers and latency across the kill
   --restart-delay MS    pause before that restart (default 1000)
   --redis-url URL       Redis to use (default: a private redis-server)
   --database-url URL    PostgreSQL to use (default: the embedded PGlite server,
@@ -36,6 +41,10 @@ every 201 a client saw is in the database.
   --request-timeout MS  a request without an answer after this fails (default 15000)
   --max-duration S      stop sending after this many seconds (default 300)
   --seckill-wait-ms MS  SECKILL_WAIT_MS of the instances (default: the app's, 10000)
+  --session-ttl-ms MS   SECKILL_SESSION_TTL_MS of the instances: how soon a dead
+                        instance's locks are free (default: the app's, 5000)
+  --free-on-disconnect  SECKILL_FREE_ON_DISCONNECT=on: a dead instance's locks go
+                        as soon as Redis sees its connection close
   --seed N              seed of the order in which users send (default 1)
   --json                print the report as JSON instead of a table
   --quiet               no progress on stderr
@@ -59,6 +68,7 @@ function parse() {
       instances: { type: 'string' },
       'no-lock': { type: 'boolean', default: false },
       'kill-one-at': { type: 'string' },
+      'kill-holder': { type: 'boolean', default: false },
       'restart-delay': { type: 'string' },
       'redis-url': { type: 'string' },
       'database-url': { type: 'string' },
@@ -67,6 +77,8 @@ function parse() {
       'request-timeout': { type: 'string' },
       'max-duration': { type: 'string' },
       'seckill-wait-ms': { type: 'string' },
+      'session-ttl-ms': { type: 'string' },
+      'free-on-disconnect': { type: 'boolean', default: false },
       seed: { type: 'string' },
       json: { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
@@ -122,6 +134,7 @@ const options: LoadTestOptions = {
   instances: toNumber('instances', values.instances),
   lock: !values['no-lock'],
   killOneAt: toNumber('kill-one-at', values['kill-one-at']),
+  killHolder: values['kill-holder'],
   restartDelayMs: toNumber('restart-delay', values['restart-delay']),
   redisUrl: values['redis-url'],
   databaseUrl: values['database-url'],
@@ -130,6 +143,8 @@ const options: LoadTestOptions = {
   requestTimeoutMs: toNumber('request-timeout', values['request-timeout']),
   maxDurationMs: maxDuration === undefined ? undefined : maxDuration * 1000,
   seckillWaitMs: toNumber('seckill-wait-ms', values['seckill-wait-ms']),
+  seckillSessionTtlMs: toNumber('session-ttl-ms', values['session-ttl-ms']),
+  freeOnDisconnect: values['free-on-disconnect'],
   seed: toNumber('seed', values.seed),
   // A carriage-return line on a terminal, a line per second otherwise.
   progressIntervalMs: tty ? 250 : 1_000,

@@ -2,12 +2,14 @@ import type {
   LatencySummary,
   LoadTestProgress,
   LoadTestReport,
-} from './run-load-test.js';
+} from './load-test-report.js';
 
 const number = (value: number) => Math.round(value).toLocaleString('en-US');
 const ms = (value: number) =>
   value < 10 ? `${value.toFixed(2)} ms` : `${value.toFixed(1)} ms`;
 const seconds = (valueMs: number) => `${(valueMs / 1000).toFixed(1)} s`;
+const preciseSeconds = (valueMs: number | undefined) =>
+  valueMs === undefined ? 'not seen' : `${(valueMs / 1000).toFixed(2)} s`;
 const percent = (part: number, whole: number) =>
   whole === 0 ? '-' : `${((part * 100) / whole).toFixed(1)}%`;
 
@@ -55,7 +57,7 @@ export function formatReport(report: LoadTestReport): string {
       `${number(options.requests)} requests, concurrency ${number(options.concurrency)}` +
       (options.killOneAt === undefined
         ? ''
-        : `, one instance killed at ${Math.round(options.killOneAt * 100)}%`),
+        : `, ${options.killHolder ? "the coupon lock's holder" : 'one instance'} killed at ${Math.round(options.killOneAt * 100)}%`),
     `  Redis: ${report.redis}`,
     `  Database: ${report.database}`,
     `  Setup ${seconds(report.setupMs)}, load ${seconds(report.durationMs)}` +
@@ -119,6 +121,7 @@ export function formatReport(report: LoadTestReport): string {
           : `back (reconciled) after ${seconds(crash.restartedAtMs - crash.killedAtMs)}`),
     );
   }
+  if (report.holderKill) lines.push('', ...formatHolderKill(report));
   lines.push(
     '',
     'Orders',
@@ -150,4 +153,32 @@ export function formatLatency(latency: LatencySummary | null): string {
     `p50 ${ms(latency.p50)}, p90 ${ms(latency.p90)}, p99 ${ms(latency.p99)}, ` +
     `max ${ms(latency.max)}, mean ${ms(latency.mean)}`
   );
+}
+
+/** What the kill of the lock's holder caught, and what the load saw across it. */
+function formatHolderKill(report: LoadTestReport): string[] {
+  const kill = report.holderKill!;
+  if (!kill.caught) {
+    return [
+      'Kill of the lock holder',
+      `  no instance was caught holding ${kill.lockKey} in ${kill.tries} tries: nothing was killed`,
+    ];
+  }
+  const across = kill.acrossKill!;
+  return [
+    'Kill of the lock holder',
+    `  instance ${kill.instance! + 1} (lock session ${kill.session}) held ${kill.lockKey} as ${kill.token}; ` +
+      `SIGKILL at ${kill.killedAt} (try ${kill.tries})`,
+    `  the lock left the dead session after ${preciseSeconds(kill.lockFreedAfterMs)}` +
+      (kill.deadSessionLastHeldAfterMs !== undefined &&
+      kill.deadSessionLastHeldAfterMs > (kill.lockFreedAfterMs ?? 0)
+        ? `, and was handed back to waiters it had queued until ${preciseSeconds(kill.deadSessionLastHeldAfterMs)}`
+        : '') +
+      `; another instance sold again after ${preciseSeconds(kill.servedAgainAfterMs)}; ` +
+      `longest time without a sale after the kill: ${preciseSeconds(kill.longestSaleGapMs)}`,
+    `  across the kill (in flight at it or sent after): ${number(across.requests)} requests, ` +
+      `${number(across.answers)} answers, 429 BUSY: ${number(across.busy)}, 503: ${number(across.unavailable)}, ` +
+      `connection errors: ${number(across.connectionErrors)}`,
+    `  latency across the kill: ${formatLatency(across.latencyMs)}`,
+  ];
 }

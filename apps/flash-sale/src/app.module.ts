@@ -57,6 +57,10 @@ export class AppModule {
             : { redis: runtime.redis }),
           // A purchase waits this long for the coupon's lock, then gets 429.
           waitTime: config.seckill.waitTime,
+          // Holds without a lease are bound to the instance's session: an
+          // instance that dies frees its coupon locks within this TTL.
+          sessionTtl: config.seckill.sessionTtl,
+          freeOnDisconnect: config.seckill.freeOnDisconnect,
           commandTimeout: config.backendTimeout,
           mapError: mapLockError,
           isGlobal: true,

@@ -217,9 +217,18 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
   });
 
   describe('GET /health and an outage of Redis', () => {
-    it('answers 200 when Redis and the database answer', async () => {
+    it('answers 200 when Redis and the database answer, naming the lock session', async () => {
+      // Creating a coupon takes its lock, so the instance has a session.
+      await createCoupon(app.http, { stock: 1 });
       const response = await app.http.get('/health').expect(200);
-      expect(response.body).toEqual({ ok: true, redis: 'up', database: 'up' });
+      expect(response.body).toEqual({
+        ok: true,
+        redis: 'up',
+        database: 'up',
+        lockSession: expect.any(String),
+      });
+      const { lockSession } = response.body as { lockSession: string };
+      expect(await redis.exists(`lock:session:{${lockSession}}`)).toBe(1);
     });
 
     it('answers 503 quickly while Redis is down, and recovers when it is back', async () => {
@@ -229,7 +238,7 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
       try {
         const startedAt = Date.now();
         const health = await app.http.get('/health').expect(503);
-        expect(health.body).toEqual({
+        expect(health.body).toMatchObject({
           ok: false,
           redis: 'down',
           database: 'up',

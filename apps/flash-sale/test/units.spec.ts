@@ -174,7 +174,7 @@ describe('configuration', () => {
       databaseUrl: undefined,
       embeddedDb: { port: 54329, dataDir: '/srv/app/.data/flash-sale-db' },
       localRedis: { enabled: true, port: 6390 },
-      seckill: { waitTime: 10_000 },
+      seckill: { waitTime: 10_000, sessionTtl: 5_000 },
       backendTimeout: 2_000,
     });
   });
@@ -186,6 +186,7 @@ describe('configuration', () => {
         REDIS_URL: 'redis://cache:6379/2',
         DATABASE_URL: 'postgres://u@db/shop',
         SECKILL_WAIT_MS: '250',
+        SECKILL_SESSION_TTL_MS: '1000',
         LOCAL_REDIS: 'off',
       },
       '/srv',
@@ -194,7 +195,7 @@ describe('configuration', () => {
       port: 8080,
       redisUrl: 'redis://cache:6379/2',
       databaseUrl: 'postgres://u@db/shop',
-      seckill: { waitTime: 250 },
+      seckill: { waitTime: 250, sessionTtl: 1_000 },
       localRedis: { enabled: false },
     });
     expect(() => loadConfig({ PORT: 'http' })).toThrow(ConfigError);
@@ -204,6 +205,9 @@ describe('configuration', () => {
       /DATABASE_URL/,
     );
     expect(() => loadConfig({ LOCAL_REDIS: 'maybe' })).toThrow(/LOCAL_REDIS/);
+    expect(() => loadConfig({ SECKILL_SESSION_TTL_MS: '50' })).toThrow(
+      /SECKILL_SESSION_TTL_MS/,
+    );
   });
 
   it('merges overrides group by group', () => {

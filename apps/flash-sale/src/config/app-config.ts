@@ -68,6 +68,19 @@ export interface AppConfig {
      * costs, never for a real sale (reconciliation then races with purchases).
      */
     readonly lock: boolean;
+    /**
+     * TTL of each instance's lock session, in ms (`SECKILL_SESSION_TTL_MS`,
+     * default 5000): a coupon's lock held by an instance that died is free
+     * for the next purchase within this long.
+     */
+    readonly sessionTtl: number;
+    /**
+     * Free a dead instance's coupon locks as soon as Redis sees its
+     * connection close, not after `sessionTtl` (`SECKILL_FREE_ON_DISCONNECT`,
+     * default off; one Redis or Sentinel, not Cluster). See the lock
+     * module's `freeOnDisconnect`.
+     */
+    readonly freeOnDisconnect: boolean;
   };
   /** Longest time one Redis or database call may take before the request fails with 503, in ms (`BACKEND_TIMEOUT_MS`, default 2000). */
   readonly backendTimeout: number;
@@ -182,6 +195,8 @@ export function loadConfig(
     seckill: {
       waitTime: int('SECKILL_WAIT_MS', 10_000, 0, 600_000),
       lock: flag('SECKILL_LOCK', true),
+      sessionTtl: int('SECKILL_SESSION_TTL_MS', 5_000, 300, 600_000),
+      freeOnDisconnect: flag('SECKILL_FREE_ON_DISCONNECT', false),
     },
     backendTimeout: int('BACKEND_TIMEOUT_MS', 2_000, 50, 60_000),
     couponCacheTtl: int('COUPON_CACHE_MS', 2_000, 0, 3_600_000),

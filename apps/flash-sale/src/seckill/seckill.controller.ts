@@ -13,9 +13,6 @@ import { CouponOnSalePipe } from './coupon-on-sale.pipe.js';
 import { SeckillPrecheckGuard } from './seckill-precheck.guard.js';
 import { SeckillService } from './seckill.service.js';
 
-/** Lease of the coupon's lock during one purchase (the article's tryLock(10, 30, SECONDS)). */
-export const SECKILL_LEASE_TIME = 30_000;
-
 /**
  * The purchase route. Before anything queues for the coupon's lock, the guard
  * answers buyers that already bought or a coupon that is sold out (a read,
@@ -49,14 +46,17 @@ abstract class SeckillRoute {
 /**
  * One purchase per coupon at a time, across all instances. How long a
  * purchase waits for its turn is the lock module's `waitTime` (SECKILL_WAIT_MS,
- * default 10 s); after that it gets 429 BUSY.
+ * default 10 s); after that it gets 429 BUSY. No explicit lease: a purchase
+ * holds the lock for milliseconds, and the hold is bound to the instance's
+ * lock session, so an instance that dies holding it frees it within the
+ * session's TTL (SECKILL_SESSION_TTL_MS, default 5 s) rather than a lease's.
  */
 @Controller('api/coupon/seckill')
 @UseGuards(SeckillPrecheckGuard)
 export class SeckillController extends SeckillRoute {
   @Post(':couponId')
   @HttpCode(201)
-  @DistributedLock('coupon:<0>', { leaseTime: SECKILL_LEASE_TIME })
+  @DistributedLock('coupon:<0>')
   buy(
     @SaleCouponId() couponId: number,
     @UserId() userId: string,
