@@ -269,15 +269,9 @@ export function resolveLockOptions(
     );
   }
   if (options.freeOnDisconnect) {
-    const other = options.backend
-      ? 'backend'
-      : options.cluster
-        ? 'cluster'
-        : options.nodes
-          ? 'nodes'
-          : options.sessionTtl === false
-            ? 'sessionTtl: false'
-            : '';
+    const other =
+      otherStoreThanOneRedis(options) ||
+      (options.sessionTtl === false ? 'sessionTtl: false' : '');
     if (other) {
       throw new RangeError(
         `DistributedLockModule: freeOnDisconnect needs one Redis (redis) and sessions, not ${other}`,
@@ -285,13 +279,7 @@ export function resolveLockOptions(
     }
   }
   if (options.replicaAcks !== undefined) {
-    const other = options.backend
-      ? 'backend'
-      : options.cluster
-        ? 'cluster'
-        : options.nodes
-          ? 'nodes'
-          : '';
+    const other = otherStoreThanOneRedis(options);
     if (other) {
       throw new RangeError(
         `DistributedLockModule: replicaAcks needs one Redis with replicas (redis), not ${other}`,
@@ -337,4 +325,12 @@ export function resolveLockOptions(
     );
   }
   return resolved;
+}
+
+/** The option that keeps locks elsewhere than on one Redis (`redis`), or ''. */
+function otherStoreThanOneRedis(options: DistributedLockModuleOptions): string {
+  if (options.backend) return 'backend';
+  if (options.cluster) return 'cluster';
+  if (options.nodes) return 'nodes';
+  return '';
 }

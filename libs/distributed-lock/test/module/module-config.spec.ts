@@ -432,6 +432,24 @@ describe('option validation', () => {
       { cluster: [{ host: '127.0.0.1', port: 1 }] },
       /either cluster or redis/,
     ],
+    ['sessionTtl below 300 ms', { sessionTtl: 100 }, /sessionTtl/],
+    [
+      'freeOnDisconnect with sessions off',
+      { freeOnDisconnect: true, sessionTtl: false },
+      /freeOnDisconnect needs .* not sessionTtl: false/,
+    ],
+    [
+      'freeOnDisconnect on a quorum',
+      {
+        freeOnDisconnect: true,
+        nodes: [
+          'redis://127.0.0.1:1',
+          'redis://127.0.0.1:2',
+          'redis://127.0.0.1:3',
+        ],
+      },
+      /freeOnDisconnect needs .* not nodes|either nodes/,
+    ],
     [
       'replicaAcks on a quorum',
       {
