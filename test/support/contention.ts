@@ -100,7 +100,13 @@ export async function runContention(
     tokensRose: true,
   };
   const run = { stopped: false };
-  void options.until.finally(() => (run.stopped = true));
+  // A fault injection that fails stops the run and fails it, once the loops
+  // are done, instead of surfacing as an unhandled rejection.
+  const faults = options.until.then(
+    () => undefined,
+    (error: unknown) => ({ error }),
+  );
+  void faults.then(() => (run.stopped = true));
 
   const write = (k: number, name: string, token: number) => {
     const accepted = resources[k].write(token, name);
@@ -152,6 +158,8 @@ export async function runContention(
       Array.from({ length: loopsPerService }, (_loop, l) => loop(s, l)),
     ),
   );
+  const failed = await faults;
+  if (failed) throw failed.error;
   for (const resource of resources) {
     const tokens = resource.acceptedTokens;
     for (let i = 1; i < tokens.length; i++)
