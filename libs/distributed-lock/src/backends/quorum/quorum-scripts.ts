@@ -22,6 +22,21 @@ const scripts = {
 type ScriptName = keyof typeof scripts;
 
 /**
+ * extend-many.lua takes three keys per renewal, so its key count goes with
+ * each call (ioredis reads it as the first argument).
+ */
+const extendManyCommand = 'quorumLockExtendMany';
+const extendManyLua = read('extend-many');
+
+/** One lease renewal of extend-many.lua. */
+export interface LeaseRenewal {
+  readonly key: string;
+  readonly token: string;
+  /** Whole ms. */
+  readonly leaseMs: number;
+}
+
+/**
  * Reply of acquire.lua: `[1]`; `[0, pttl]`, or `[0, ms, holder, gone]` for a
  * holder bound to a session; or `[2, ms until the head waiter lapses]`.
  */
@@ -56,6 +71,7 @@ export class QuorumScripts {
    * only the keys it is given, not those a script makes up.
    */
   private readonly sessionPrefix: string;
+  private readonly extendManyCommand: ScriptCommand;
 
   /** Registers the scripts on `client` (idempotent). */
   constructor(
@@ -63,6 +79,12 @@ export class QuorumScripts {
     keyPrefix: string,
   ) {
     this.commands = defineScripts(client, 'quorumLock', scripts);
+    const target = client as unknown as Record<string, unknown>;
+    if (typeof target[extendManyCommand] !== 'function')
+      client.defineCommand(extendManyCommand, { lua: extendManyLua });
+    this.extendManyCommand = (target[extendManyCommand] as ScriptCommand).bind(
+      client,
+    );
     this.sessionPrefix = `${client.options?.keyPrefix ?? ''}${keyPrefix}`;
   }
 
@@ -134,6 +156,34 @@ export class QuorumScripts {
       leaseMs,
       graceMs,
     ) as Promise<number>;
+  }
+
+  /**
+   * {@link extend} for each renewal in one call: per renewal, in order, 1
+   * when its token holds the lock here and its lease was set, else 0.
+   */
+  async extendMany(
+    renewals: readonly LeaseRenewal[],
+    graceMs: number,
+  ): Promise<number[]> {
+    const keys: string[] = [];
+    const args: (string | number)[] = [];
+    for (const { key, token, leaseMs } of renewals) {
+      const k = quorumKeys(key);
+      keys.push(k.lock, k.waiters, k.freed);
+      args.push(token, leaseMs);
+    }
+    const reply = await this.extendManyCommand(
+      keys.length,
+      ...keys,
+      ...args,
+      graceMs,
+    );
+    if (!Array.isArray(reply) || reply.length !== renewals.length)
+      throw new Error(
+        `extend-many answered ${Array.isArray(reply) ? reply.length : typeof reply} entries for ${renewals.length} renewals`,
+      );
+    return reply as number[];
   }
 
   /** This node's fencing candidate, or null when `token` does not hold the lock here. */
