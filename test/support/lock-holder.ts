@@ -32,6 +32,8 @@ export interface LockHolderOptions {
   leaseTime?: number;
   /** TTL of the process session in ms. Omitted: no session. */
   sessionTtl?: number;
+  /** The backend's `freeOnDisconnect`. Default false. */
+  freeOnDisconnect?: boolean;
   /** The watchdog's lease in ms. Default 30 000. */
   watchdogLeaseTime?: number;
   /**

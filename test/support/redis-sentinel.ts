@@ -123,9 +123,7 @@ export async function startSentinelGroup(
       ],
     });
     servers.push(replica);
-    await waitUntil('the replica to sync', START_TIMEOUT_MS, () =>
-      replicaInSync(replica, master.port),
-    );
+    await waitForReplica('the replica to sync', replica, master.port);
     const config = [
       `sentinel monitor ${name} ${HOST} ${master.port} ${quorum}`,
       `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
@@ -191,10 +189,11 @@ class ManagedSentinelGroup implements SentinelGroup {
     const proxy = await startTcpProxy({ targetPort: master.port });
     this.proxy = proxy;
     await call(replica.port, 'REPLICAOF', HOST, proxy.port);
-    await waitUntil(
+    await waitForReplica(
       'the replica to sync through the proxy',
-      START_TIMEOUT_MS,
-      () => replicaInSync(replica, proxy.port, master.port),
+      replica,
+      proxy.port,
+      master.port,
     );
     proxy.freeze();
   }
@@ -203,13 +202,14 @@ class ManagedSentinelGroup implements SentinelGroup {
     const { proxy, master, replica } = this;
     if (!proxy) return;
     proxy.thaw();
-    await waitUntil('the replica to catch up', START_TIMEOUT_MS, () =>
-      replicaInSync(replica, proxy.port, master.port),
+    await waitForReplica(
+      'the replica to catch up',
+      replica,
+      proxy.port,
+      master.port,
     );
     await call(replica.port, 'REPLICAOF', HOST, master.port);
-    await waitUntil('the replica to sync', START_TIMEOUT_MS, () =>
-      replicaInSync(replica, master.port),
-    );
+    await waitForReplica('the replica to sync', replica, master.port);
     this.proxy = undefined;
     await proxy.close();
     await this.setFailoverTimeout(SENTINEL_FAILOVER_TIMEOUT);
@@ -293,23 +293,28 @@ class ManagedSentinelGroup implements SentinelGroup {
  * Whether `replica` replicates from `port` with a live link and has everything
  * the master (on `masterPort`, by default `port`) sent so far.
  */
-async function replicaInSync(
+/**
+ * Waits until `replica` is linked to the master through `port` and has
+ * everything the master had written when the wait began. Not "the same
+ * offset as the master": under constant writes (a contention run) the two
+ * are seldom equal at the moment of looking.
+ */
+async function waitForReplica(
+  what: string,
   replica: RedisServerHandle,
   port: number,
   masterPort = port,
-): Promise<boolean> {
-  const info = String(await call(replica.port, 'INFO', 'replication'));
-  if (
-    infoField(info, 'master_port') !== String(port) ||
-    infoField(info, 'master_link_status') !== 'up'
-  ) {
-    return false;
-  }
+): Promise<void> {
   const masterInfo = String(await call(masterPort, 'INFO', 'replication'));
-  return (
-    infoField(info, 'slave_repl_offset') ===
-    infoField(masterInfo, 'master_repl_offset')
-  );
+  const target = Number(infoField(masterInfo, 'master_repl_offset') ?? 0);
+  await waitUntil(what, START_TIMEOUT_MS, async () => {
+    const info = String(await call(replica.port, 'INFO', 'replication'));
+    return (
+      infoField(info, 'master_port') === String(port) &&
+      infoField(info, 'master_link_status') === 'up' &&
+      Number(infoField(info, 'slave_repl_offset') ?? -1) >= target
+    );
+  });
 }
 
 async function masterState(

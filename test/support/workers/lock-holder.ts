@@ -87,6 +87,7 @@ setInterval(() => {
 const { locks, client, close } = createLockService(options.url, {
   watchdogLeaseTime: options.watchdogLeaseTime,
   sessionTtl: options.sessionTtl,
+  freeOnDisconnect: options.freeOnDisconnect,
   waitTime: options.waitTime,
   handoffLeaseMs: options.handoffLeaseMs,
   commandTimeoutMs: options.commandTimeoutMs,

@@ -7,6 +7,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
+import { startLockHolder } from '../../../../test/support/lock-holder.js';
 import { setProcessStopped } from '../../../../test/support/process-state.js';
 import { spawnTs } from '../../../../test/support/processes.js';
 import { useRedisFixture } from '../../../../test/support/redis-fixture.js';
@@ -66,6 +67,42 @@ describe('freeOnDisconnect', () => {
     );
     expect(afterKill).toBeLessThan(1_000);
     expect(fence).toBeGreaterThan(holder.fence);
+  });
+
+  it('frees all 1,000 locks of a SIGKILLed holder for their waiters well before the session TTL', async () => {
+    const count = 1_000;
+    const holder = startLockHolder({
+      url: fixture.server.url,
+      key: 'fast',
+      count,
+      sessionTtl,
+      freeOnDisconnect: true,
+    });
+    await holder.waitFor('acquired', 30_000);
+    const keys = Array.from({ length: count }, (_, i) => `fast:${i}`);
+    const { locks } = fixture.open({ sessionTtl, freeOnDisconnect: true });
+    const granting = keys.map((key) =>
+      locks.acquire(key, { waitTime: 15_000 }).then((handle) => ({
+        handle,
+        at: performance.now(),
+      })),
+    );
+    await eventually(async () => {
+      const pipeline = fixture.redis.pipeline();
+      for (const key of keys) pipeline.llen(`lock:{${key}}:queue`);
+      const lengths = (await pipeline.exec()) ?? [];
+      return lengths.every(([, length]) => Number(length) === 1);
+    }, 20_000);
+    await holder.kill();
+    const killedAt = performance.now();
+    const grants = await Promise.all(granting);
+    const afterKill = grants.map(({ at }) => Math.round(at - killedAt));
+    const all = Math.max(...afterKill);
+    console.log(
+      `[sessions] freeOnDisconnect: all ${count} locks of a SIGKILLed holder granted to their waiters ${all} ms after the kill (first ${Math.min(...afterKill)} ms, session TTL ${sessionTtl} ms)`,
+    );
+    expect(all).toBeLessThan(2_000);
+    await Promise.all(grants.map(({ handle }) => handle.release()));
   });
 
   it('without it, the same lock waits for the session to lapse', async () => {
