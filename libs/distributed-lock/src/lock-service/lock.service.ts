@@ -79,6 +79,7 @@ export class LockService {
     options: LockOptions = {},
   ): Promise<LockHandle> {
     let attempt: Attempt;
+    let sessionId: string | undefined;
     try {
       if (this.closed) throw new LockNotAcquiredError(String(keyOrKeys), 0);
       const names = canonicalKeys(keyOrKeys, this.settings.maxKeyLength);
@@ -89,10 +90,14 @@ export class LockService {
         true,
       );
       const startedAt = Date.now();
+      // Bound to the live session at once, when there is one (the common case).
+      sessionId = policy.session?.liveId;
+      const random = newOwnerToken();
       attempt = {
         names,
         policy,
-        token: newOwnerToken(),
+        token:
+          sessionId === undefined ? random : sessionToken(sessionId, random),
         startedAt,
         deadline: startedAt + waitTime,
         signal: options.signal,
@@ -101,10 +106,7 @@ export class LockService {
       return Promise.reject(error as Error);
     }
     const { session } = attempt.policy;
-    if (!session) return this.start(attempt);
-    const sessionId = session.liveId;
-    if (sessionId !== undefined)
-      return this.start(bindToSession(attempt, sessionId));
+    if (!session || sessionId !== undefined) return this.start(attempt);
     // Joining locks the chain holds takes no new lock, so needs no session.
     if (this.joinsOnly(attempt.names)) return this.start(attempt);
     // The first hold of this session (or of the one after a lapse): its
