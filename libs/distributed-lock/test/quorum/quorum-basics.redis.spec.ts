@@ -1,69 +1,47 @@
 import type { Redis } from 'ioredis';
 import { clockDriftMs } from '../../src/lease/lease-clock.js';
 import { LockNotAcquiredError } from '../../src/errors/lock-errors.js';
-import type { RedisServerHandle } from '../../../../test/support/redis-server.js';
 import {
-  Opened,
   commandCalls,
   eventually,
   ready,
   sleep,
-  startNodes,
+  useQuorumNodes,
 } from './quorum-fixtures.js';
 
-let three: RedisServerHandle[];
-let five: RedisServerHandle[];
-let look3: Redis[];
-const opened = new Opened();
-
-beforeAll(async () => {
-  [three, five] = await Promise.all([startNodes(3), startNodes(5)]);
-});
-
-beforeEach(async () => {
-  look3 = opened.clients(three);
-  await ready(look3);
-});
-
-afterEach(async () => {
-  await opened.closeAll();
-  const flush = opened.clients([...three, ...five]);
-  await Promise.all(flush.map((client) => client.flushall()));
-  await opened.closeAll();
-});
-
-afterAll(async () => {
-  await Promise.all([...three, ...five].map((server) => server.stop()));
-});
+const nodes = useQuorumNodes({ three: true, five: true, look: 'three' });
+const { opened } = nodes;
 
 describe('QuorumLockBackend basics through LockService', () => {
   it('acquires, reports, extends and releases on a majority of 3 nodes', async () => {
-    const { locks } = opened.process(three);
+    const { locks } = opened.process(nodes.three);
     const handle = await locks.acquire('order:1', { waitTime: 0 });
     expect(await locks.isLocked('order:1')).toBe(true);
     // Granted once a majority answered; the third node's grant may come later.
     await eventually(async () => {
       const stored = await Promise.all(
-        look3.map((c) => c.get('lock:{order:1}')),
+        nodes.look.map((c) => c.get('lock:{order:1}')),
       );
       return stored.every((token) => token === handle.token);
     });
 
     expect(await handle.extend(5_000)).toBe(true);
-    const ttls = await Promise.all(look3.map((c) => c.pttl('lock:{order:1}')));
+    const ttls = await Promise.all(
+      nodes.look.map((c) => c.pttl('lock:{order:1}')),
+    );
     for (const ttl of ttls) expect(ttl).toBeGreaterThan(4_000);
 
     expect(await handle.release()).toBe(true);
     expect(await locks.isLocked('order:1')).toBe(false);
     const left = await Promise.all(
-      look3.map((c) => c.exists('lock:{order:1}')),
+      nodes.look.map((c) => c.exists('lock:{order:1}')),
     );
     expect(left).toEqual([0, 0, 0]);
   });
 
   it('refuses a second owner until the first releases (5 nodes)', async () => {
-    const a = opened.process(five);
-    const b = opened.process(five);
+    const a = opened.process(nodes.five);
+    const b = opened.process(nodes.five);
     const held = await a.locks.acquire('stock', { waitTime: 0 });
     await expect(b.locks.acquire('stock', { waitTime: 0 })).rejects.toThrow(
       LockNotAcquiredError,
@@ -76,7 +54,7 @@ describe('QuorumLockBackend basics through LockService', () => {
   });
 
   it("grants the lease counted from the round it won; the holder's deadline is the validity, lease - elapsed - drift", async () => {
-    const { backend, locks } = opened.process(five);
+    const { backend, locks } = opened.process(nodes.five);
     const leaseMs = 2_000;
     const calledAt = performance.now();
     const grant = await backend.acquire({
@@ -108,7 +86,7 @@ describe('QuorumLockBackend basics through LockService', () => {
   });
 
   it('keeps an explicit lease to what was asked: not topped up, gone at its end', async () => {
-    const { locks } = opened.process(three);
+    const { locks } = opened.process(nodes.three);
     // A top-up due at a third of the lease would keep it until about 800 ms.
     const handle = await locks.acquire('explicit', { leaseTime: 600 });
     await sleep(700);
@@ -117,7 +95,7 @@ describe('QuorumLockBackend basics through LockService', () => {
   });
 
   it('fences with strictly increasing tokens across holders, none for a lost holder', async () => {
-    const { backend } = opened.process(three);
+    const { backend } = opened.process(nodes.three);
     const key = 'lock:{fenced}';
     const tokens: number[] = [];
     for (let i = 0; i < 5; i++) {
@@ -141,10 +119,10 @@ describe('QuorumLockBackend basics through LockService', () => {
   });
 
   it('wakes a waiter within a few ms of the release (push, not polling)', async () => {
-    const holder = opened.process(five, { watchdogLeaseTime: 5_000 });
+    const holder = opened.process(nodes.five, { watchdogLeaseTime: 5_000 });
     // Any way but a push (a retry, the timer at the holder's lease) would
     // take seconds here.
-    const waiter = opened.process(five, { retryDelayMs: 5_000 });
+    const waiter = opened.process(nodes.five, { retryDelayMs: 5_000 });
     const gaps: number[] = [];
     for (let round = 0; round < 5; round++) {
       const held = await holder.locks.acquire('push', { waitTime: 0 });
@@ -163,8 +141,8 @@ describe('QuorumLockBackend basics through LockService', () => {
   });
 
   it('sends no commands while waiting for a long-held lock (INFO commandstats)', async () => {
-    const holder = opened.process(three);
-    const waiter = opened.process(three);
+    const holder = opened.process(nodes.three);
+    const waiter = opened.process(nodes.three);
     await ready([...holder.clients, ...waiter.clients]);
     const held = await holder.backend.acquire({
       key: 'lock:{long}',
@@ -181,7 +159,7 @@ describe('QuorumLockBackend basics through LockService', () => {
     };
     await waiter.backend.acquire({ ...warm, waitMs: 0 });
     await waiter.backend.release(warm.key, warm.token);
-    const before = await Promise.all(look3.map((c) => scriptCalls(c)));
+    const before = await Promise.all(nodes.look.map((c) => scriptCalls(c)));
     const startedAt = performance.now();
     const result = await waiter.backend.acquire({
       key: 'lock:{long}',
@@ -195,7 +173,7 @@ describe('QuorumLockBackend basics through LockService', () => {
       retryAfterMs: expect.any(Number),
     });
     await sleep(20);
-    const after = await Promise.all(look3.map((c) => scriptCalls(c)));
+    const after = await Promise.all(nodes.look.map((c) => scriptCalls(c)));
     const perNode = after.map((n, i) => n - before[i]);
     console.log(
       `waiting ${waited.toFixed(0)} ms for a held lock: script calls per node ${perNode.join(', ')} (polling every 30 ms would be ~${Math.round(waited / 30)})`,
@@ -205,8 +183,8 @@ describe('QuorumLockBackend basics through LockService', () => {
   });
 
   it('wakes at the lease end of a holder that died without releasing', async () => {
-    const holder = opened.process(five);
-    const waiter = opened.process(five);
+    const holder = opened.process(nodes.five);
+    const waiter = opened.process(nodes.five);
     const grant = await holder.backend.acquire({
       key: 'lock:{dead}',
       token: 'dead-holder-token-0000000000',
@@ -232,14 +210,14 @@ describe('QuorumLockBackend basics through LockService', () => {
   });
 
   it('close() settles waiters as busy and leaves no connection or listener behind', async () => {
-    const holder = opened.process(three);
-    const waiter = opened.process(three);
+    const holder = opened.process(nodes.three);
+    const waiter = opened.process(nodes.three);
     await ready([...holder.clients, ...waiter.clients]);
-    const connectionsBefore = await clientCount(look3[0]);
+    const connectionsBefore = await clientCount(nodes.look[0]);
     const held = await holder.locks.acquire('closing', { waitTime: 0 });
     const waiting = waiter.locks.acquire('closing', { waitTime: 10_000 });
     await eventually(
-      async () => (await clientCount(look3[0])) > connectionsBefore,
+      async () => (await clientCount(nodes.look[0])) > connectionsBefore,
     );
     const listeners = waiter.clients.map((c) => c.listenerCount('ready'));
     const settled = expect(waiting).rejects.toThrow(LockNotAcquiredError);
@@ -261,11 +239,11 @@ describe('QuorumLockBackend basics through LockService', () => {
     expect(listeners.every((n) => n >= 1)).toBe(true);
     // The waiter's clients and subscriber connections are gone.
     await eventually(
-      async () => (await clientCount(look3[0])) === connectionsBefore - 1,
+      async () => (await clientCount(nodes.look[0])) === connectionsBefore - 1,
     );
     // Its queue entry is gone too: nobody stalls the next acquisition.
     await held.release();
-    expect(await look3[0].exists('lock:{closing}:qwaiters')).toBe(0);
+    expect(await nodes.look[0].exists('lock:{closing}:qwaiters')).toBe(0);
   });
 });
 

@@ -1,43 +1,22 @@
-import type { Redis } from 'ioredis';
-import type { RedisServerHandle } from '../../../../test/support/redis-server.js';
 import { FencedResource } from '../../../../test/support/fenced-resource.js';
 import {
-  Opened,
   percentile,
   ready,
   seeded,
   sleep,
-  startNodes,
+  useQuorumNodes,
 } from './quorum-fixtures.js';
 
-let five: RedisServerHandle[];
-let look: Redis[];
-const opened = new Opened();
-
-beforeAll(async () => {
-  five = await startNodes(5);
-});
-
-beforeEach(async () => {
-  look = opened.clients(five);
-  await ready(look);
-});
-
-afterEach(async () => {
-  await opened.closeAll();
-  const flush = opened.clients(five);
-  await Promise.all(flush.map((client) => client.flushall()));
-  await opened.closeAll();
-});
-
-afterAll(async () => {
-  await Promise.all(five.map((server) => server.stop()));
-});
+const nodes = useQuorumNodes({ five: true, look: 'five' });
+const { opened } = nodes;
 
 describe('QuorumLockBackend under contention (5 nodes)', () => {
   it('lets one holder in at a time across 4 processes (FencedResource referee)', async () => {
     const processes = [0, 1, 2, 3].map(() =>
-      opened.process(five, { watchdogLeaseTime: 2_000, waitTime: 10_000 }),
+      opened.process(nodes.five, {
+        watchdogLeaseTime: 2_000,
+        waitTime: 10_000,
+      }),
     );
     await ready(processes.flatMap((p) => p.clients));
     const referee = new FencedResource();
@@ -71,9 +50,9 @@ describe('QuorumLockBackend under contention (5 nodes)', () => {
   });
 
   it('serves waiters in arrival order (approximate FIFO, measured)', async () => {
-    const holder = opened.process(five);
+    const holder = opened.process(nodes.five);
     const waiters = [0, 1, 2, 3, 4, 5].map(() =>
-      opened.process(five, { waitTime: 10_000 }),
+      opened.process(nodes.five, { waitTime: 10_000 }),
     );
     await ready(waiters.flatMap((w) => w.clients));
     const held = await holder.locks.acquire('fifo', { waitTime: 0 });
@@ -97,9 +76,9 @@ describe('QuorumLockBackend under contention (5 nodes)', () => {
 
   it('keeps the queue stalled by a waiter that died for at most waiterGraceMs', async () => {
     const graceMs = 300;
-    const holder = opened.process(five, { waiterGraceMs: graceMs });
-    const doomed = opened.process(five, { waiterGraceMs: graceMs });
-    const live = opened.process(five, { waiterGraceMs: graceMs });
+    const holder = opened.process(nodes.five, { waiterGraceMs: graceMs });
+    const doomed = opened.process(nodes.five, { waiterGraceMs: graceMs });
+    const live = opened.process(nodes.five, { waiterGraceMs: graceMs });
     await ready([...doomed.clients, ...live.clients]);
     const held = await holder.locks.acquire('stall', { waitTime: 0 });
     const dead = doomed.locks.acquire('stall', { waitTime: 2_000 });
@@ -123,8 +102,8 @@ describe('QuorumLockBackend under contention (5 nodes)', () => {
   });
 
   it('stops waiting on abort, resolving busy, and leaves the queue', async () => {
-    const holder = opened.process(five);
-    const waiter = opened.process(five);
+    const holder = opened.process(nodes.five);
+    const waiter = opened.process(nodes.five);
     const held = await holder.locks.acquire('abort', { waitTime: 0 });
     const controller = new AbortController();
     const waiting = waiter.locks.acquire('abort', {
@@ -140,16 +119,16 @@ describe('QuorumLockBackend under contention (5 nodes)', () => {
     expect(performance.now() - abortedAt).toBeLessThan(200);
     await sleep(20);
     const queued = await Promise.all(
-      look.map((c) => c.zcard('lock:{abort}:qwaiters')),
+      nodes.look.map((c) => c.zcard('lock:{abort}:qwaiters')),
     );
     expect(queued).toEqual([0, 0, 0, 0, 0]);
     await held.release();
   });
 
   it('measures acquire p50 against a raw parallel SET NX PX on 5 nodes', async () => {
-    const { backend, clients } = opened.process(five);
+    const { backend, clients } = opened.process(nodes.five);
     await ready(clients);
-    const raw = opened.clients(five);
+    const raw = opened.clients(nodes.five);
     await ready(raw);
     const rounds = 300;
     const quorumMs: number[] = [];

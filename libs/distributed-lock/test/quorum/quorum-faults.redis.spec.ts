@@ -1,41 +1,17 @@
 import { LockBackendError } from '../../src/errors/lock-errors.js';
 import type { LockLostEvent } from '../../src/lock-service/lock-events.js';
-import type { RedisServerHandle } from '../../../../test/support/redis-server.js';
 import { FencedResource } from '../../../../test/support/fenced-resource.js';
 import {
-  Opened,
   eventually,
   ready,
   seeded,
   sleep,
-  startNodes,
+  useQuorumNodes,
   type QuorumProcess,
 } from './quorum-fixtures.js';
 
-let five: RedisServerHandle[];
-let three: RedisServerHandle[];
-const opened = new Opened();
-
-beforeAll(async () => {
-  [five, three] = await Promise.all([startNodes(5), startNodes(3)]);
-});
-
-afterEach(async () => {
-  await opened.closeAll();
-  // Bring back every node a test killed, empty.
-  await Promise.all(
-    [...five, ...three].map((server) =>
-      server.pid() === undefined ? server.restart() : undefined,
-    ),
-  );
-  const flush = opened.clients([...five, ...three]);
-  await Promise.all(flush.map((client) => client.flushall()));
-  await opened.closeAll();
-});
-
-afterAll(async () => {
-  await Promise.all([...five, ...three].map((server) => server.stop()));
-});
+const nodes = useQuorumNodes({ five: true, three: true });
+const { opened } = nodes;
 
 /**
  * Runs `callers` loops per process, each taking `key` through LockService
@@ -80,7 +56,7 @@ function contend(
 describe('QuorumLockBackend with nodes failing', () => {
   it('keeps mutual exclusion and progress while 1, then 2 of 5 nodes are killed', async () => {
     const processes = [0, 1, 2].map(() =>
-      opened.process(five, { watchdogLeaseTime: 2_000, waitTime: 3_000 }),
+      opened.process(nodes.five, { watchdogLeaseTime: 2_000, waitTime: 3_000 }),
     );
     await ready(processes.flatMap((p) => p.clients));
     const referee = new FencedResource();
@@ -94,10 +70,10 @@ describe('QuorumLockBackend with nodes failing', () => {
       7,
     );
     await sleep(600);
-    await five[0].kill();
+    await nodes.five[0].kill();
     killedAt[0] = Date.now();
     await sleep(800);
-    await five[1].kill();
+    await nodes.five[1].kill();
     killedAt[1] = Date.now();
     const { sections, errors } = await running;
     const phases = [
@@ -119,9 +95,13 @@ describe('QuorumLockBackend with nodes failing', () => {
   });
 
   it('fails with LockBackendError when 3 of 5 nodes are gone', async () => {
-    const { locks, backend, clients } = opened.process(five);
+    const { locks, backend, clients } = opened.process(nodes.five);
     await ready(clients);
-    await Promise.all([five[0].kill(), five[2].kill(), five[4].kill()]);
+    await Promise.all([
+      nodes.five[0].kill(),
+      nodes.five[2].kill(),
+      nodes.five[4].kill(),
+    ]);
     await expect(locks.acquire('gone', { waitTime: 0 })).rejects.toThrow(
       LockBackendError,
     );
@@ -136,14 +116,18 @@ describe('QuorumLockBackend with nodes failing', () => {
   });
 
   it('tells a holder whose majority is gone that its lock is lost, by its deadline (renewal failed)', async () => {
-    const { locks, clients } = opened.process(five, {
+    const { locks, clients } = opened.process(nodes.five, {
       watchdogLeaseTime: 1_500,
     });
     await ready(clients);
     const lost: LockLostEvent[] = [];
     locks.events.on('lost', (event) => lost.push(event));
     const handle = await locks.acquire('majority');
-    await Promise.all([five[1].kill(), five[2].kill(), five[3].kill()]);
+    await Promise.all([
+      nodes.five[1].kill(),
+      nodes.five[2].kill(),
+      nodes.five[3].kill(),
+    ]);
     // Two nodes cannot tell whether a majority still holds it.
     await expect(handle.extend(1_500)).rejects.toBeInstanceOf(LockBackendError);
     await eventually(() => handle.lost, 2_000);
@@ -154,7 +138,7 @@ describe('QuorumLockBackend with nodes failing', () => {
 
   it('issues strictly increasing fencing tokens while majorities change and nodes restart empty', async () => {
     const key = 'lock:{fence}';
-    const look = opened.clients(five);
+    const look = opened.clients(nodes.five);
     await ready(look);
     // Node 0's counter is far ahead, as if its clock ran fast: only the
     // write-back carries its tokens to the other nodes.
@@ -170,10 +154,10 @@ describe('QuorumLockBackend with nodes failing', () => {
     const tokens: number[] = [];
     let round = 0;
     for (const { kill, restart } of rounds) {
-      await Promise.all(restart.map((n) => five[n].restart()));
-      await Promise.all(kill.map((n) => five[n].kill()));
+      await Promise.all(restart.map((n) => nodes.five[n].restart()));
+      await Promise.all(kill.map((n) => nodes.five[n].kill()));
       // A new process each round: none of them saw the restarts.
-      const { backend } = opened.process(five);
+      const { backend } = opened.process(nodes.five);
       const token = `fence-round-${round++}-00000000000`;
       const grant = await backend.acquire({
         key,
@@ -198,8 +182,8 @@ describe('QuorumLockBackend restart guard', () => {
   it("does not count a restarted node's vote until maxLeaseMs has passed", async () => {
     const maxLeaseMs = 2_000;
     const key = 'lock:{restart}';
-    const holder = opened.process(three, { maxLeaseMs });
-    const contender = opened.process(three, { maxLeaseMs });
+    const holder = opened.process(nodes.three, { maxLeaseMs });
+    const contender = opened.process(nodes.three, { maxLeaseMs });
     await ready([...holder.clients, ...contender.clients]);
     // Let both read every node's run_id first.
     await sleep(50);
@@ -212,7 +196,7 @@ describe('QuorumLockBackend restart guard', () => {
     expect(held.acquired).toBe(true);
 
     // B and C restart empty: the holder's lock now lives on A only.
-    await Promise.all([three[1].restart(), three[2].restart()]);
+    await Promise.all([nodes.three[1].restart(), nodes.three[2].restart()]);
     await eventually(
       () => contender.clients.every((client) => client.status === 'ready'),
       3_000,
@@ -238,7 +222,7 @@ describe('QuorumLockBackend restart guard', () => {
 
     // Without the guard B and C would be a majority while the holder's lease
     // still runs: a process that never saw the restart shows it.
-    const unaware = opened.process(three, { maxLeaseMs });
+    const unaware = opened.process(nodes.three, { maxLeaseMs });
     await ready(unaware.clients);
     const unguarded = await unaware.backend.acquire({
       ...attempt,

@@ -1,7 +1,8 @@
 /**
  * Set-up of the quorum backend's specs: throwaway Redis masters, backends
  * that each stand for one process (their own clients), lock services on
- * them, and a look at the servers' command counts.
+ * them, and a look at the servers' command counts. Specs register it all
+ * with {@link useQuorumNodes}.
  */
 import { Redis } from 'ioredis';
 import { QuorumLockBackend } from '../../src/backends/quorum/quorum-lock-backend.js';
@@ -89,6 +90,93 @@ export class Opened {
   async closeAll(): Promise<void> {
     await Promise.all(this.closers.splice(0).map((close) => close()));
   }
+}
+
+export interface QuorumNodesOptions {
+  /** Starts 3 nodes for the file (`three`). */
+  readonly three?: boolean;
+  /** Starts 5 nodes for the file (`five`). */
+  readonly five?: boolean;
+  /** Opens a ready plain client per node of these before each test (`look`). */
+  readonly look?: 'three' | 'five';
+}
+
+export interface QuorumNodes {
+  /** The 3 nodes (with `three: true`). */
+  readonly three: RedisServerHandle[];
+  /** The 5 nodes (with `five: true`). */
+  readonly five: RedisServerHandle[];
+  /** A plain client per node of the test (with `look`), for looking at keys. */
+  readonly look: Redis[];
+  /** What the tests open, closed after each test. */
+  readonly opened: Opened;
+}
+
+/** `value`, set up by a hook; a clear error when read outside a test. */
+function need<T>(value: T | undefined, what: string): T {
+  if (value === undefined)
+    throw new Error(`${what} is set up in a hook: use it inside a test`);
+  return value;
+}
+
+/**
+ * Registers the hooks of a quorum spec in the calling file and returns its
+ * parts: nodes started once for the file and stopped after it; after each
+ * test, what it opened is closed, and every node is thawed, brought back
+ * (empty) if the test killed it, and flushed.
+ */
+export function useQuorumNodes(options: QuorumNodesOptions): QuorumNodes {
+  const opened = new Opened();
+  let three: RedisServerHandle[] | undefined;
+  let five: RedisServerHandle[] | undefined;
+  let look: Redis[] | undefined;
+  const all = () => [...(three ?? []), ...(five ?? [])];
+
+  beforeAll(async () => {
+    [three, five] = await Promise.all([
+      options.three ? startNodes(3) : undefined,
+      options.five ? startNodes(5) : undefined,
+    ]);
+  });
+
+  if (options.look) {
+    const of = options.look;
+    beforeEach(async () => {
+      look = opened.clients(need(of === 'three' ? three : five, of));
+      await ready(look);
+    });
+  }
+
+  afterEach(async () => {
+    look = undefined;
+    await opened.closeAll();
+    await Promise.all(all().map((server) => server.thaw()));
+    await Promise.all(
+      all().map((server) =>
+        server.pid() === undefined ? server.restart() : undefined,
+      ),
+    );
+    const flush = opened.clients(all());
+    await Promise.all(flush.map((client) => client.flushall()));
+    await opened.closeAll();
+  });
+
+  afterAll(async () => {
+    await Promise.all(all().map((server) => server.stop()));
+  });
+
+  return {
+    get three() {
+      return need(three, 'three');
+    },
+    get five() {
+      return need(five, 'five');
+    },
+    get look() {
+      return need(look, 'look');
+    },
+    opened,
+  };
 }
 
 /** Waits until every client is connected and ready. */

@@ -3,7 +3,6 @@
  * one script call per node: their traffic, their answers, and explicit
  * leases that still renew at once.
  */
-import type { Redis } from 'ioredis';
 import {
   LockBackendError,
   LockNotAcquiredError,
@@ -16,45 +15,22 @@ import {
 } from '../../src/backends/quorum/quorum-lease-batch.js';
 import type { QuorumLockBackend } from '../../src/backends/quorum/quorum-lock-backend.js';
 import { newSessionId, sessionToken } from '../../src/session/session-token.js';
-import type { RedisServerHandle } from '../../../../test/support/redis-server.js';
 import {
-  Opened,
   commandCalls,
   eventually,
   ready,
   sleep,
-  startNodes,
+  useQuorumNodes,
+  type ProcessOptions,
 } from './quorum-fixtures.js';
 
-let three: RedisServerHandle[];
-let look: Redis[];
-const opened = new Opened();
-
-beforeAll(async () => {
-  three = await startNodes(3);
-});
-
-beforeEach(async () => {
-  look = opened.clients(three);
-  await ready(look);
-});
-
-afterEach(async () => {
-  await opened.closeAll();
-  await Promise.all(three.map((server) => server.thaw()));
-  const flush = opened.clients(three);
-  await Promise.all(flush.map((client) => client.flushall()));
-  await opened.closeAll();
-});
-
-afterAll(async () => {
-  await Promise.all(three.map((server) => server.stop()));
-});
+const nodes = useQuorumNodes({ three: true, look: 'three' });
+const { opened } = nodes;
 
 /** Lock script calls (EVALSHA, or EVAL after a NOSCRIPT) run so far, per node. */
 const scriptCalls = () =>
   Promise.all(
-    look.map(
+    nodes.look.map(
       async (client) =>
         (await commandCalls(client, 'evalsha')) +
         (await commandCalls(client, 'eval')),
@@ -63,7 +39,7 @@ const scriptCalls = () =>
 
 /** Time node 0 spent in lock scripts so far, in µs (INFO commandstats). */
 async function scriptUsec(): Promise<number> {
-  const info = await look[0].info('commandstats');
+  const info = await nodes.look[0].info('commandstats');
   let usec = 0;
   for (const match of info.matchAll(/^cmdstat_evalsha?:.*?usec=(\d+)/gm))
     usec += Number(match[1]);
@@ -81,13 +57,31 @@ async function take(backend: QuorumLockBackend, key: string, token: string) {
   expect(grant.acquired).toBe(true);
 }
 
+/**
+ * A backend on the 3 nodes, ready, holding `key` for a new
+ * session-bound token.
+ */
+async function holding(key: string, random: string, options?: ProcessOptions) {
+  const { backend, clients } = opened.process(nodes.three, options);
+  await ready(clients);
+  const token = sessionToken(newSessionId(), random);
+  await take(backend, key, token);
+  return { backend, token };
+}
+
 describe('QuorumLockBackend batched lease renewals', () => {
   it('keeps 300 session-bound locks with about one script call per node per window', async () => {
     const maxLeaseMs = 900;
     const count = 300;
     const windowMs = renewalDelayMs(maxLeaseMs);
-    const holder = opened.process(three, { sessionTtl: 1_000, maxLeaseMs });
-    const waiter = opened.process(three, { sessionTtl: 1_000, maxLeaseMs });
+    const holder = opened.process(nodes.three, {
+      sessionTtl: 1_000,
+      maxLeaseMs,
+    });
+    const waiter = opened.process(nodes.three, {
+      sessionTtl: 1_000,
+      maxLeaseMs,
+    });
     await ready([...holder.clients, ...waiter.clients]);
     const lost: LockLostEvent[] = [];
     holder.locks.events.on('lost', (event) => lost.push(event));
@@ -128,7 +122,7 @@ describe('QuorumLockBackend batched lease renewals', () => {
   });
 
   it('tells a holder its lock is lost at the next renewal once two nodes of three lost it', async () => {
-    const holder = opened.process(three, {
+    const holder = opened.process(nodes.three, {
       sessionTtl: 5_000,
       maxLeaseMs: 900,
     });
@@ -138,7 +132,7 @@ describe('QuorumLockBackend batched lease renewals', () => {
     const kept = await holder.locks.acquire('kept');
     const held = await holder.locks.acquire('taken');
     await Promise.all(
-      look.slice(0, 2).map((client) => client.del('lock:{taken}')),
+      nodes.look.slice(0, 2).map((client) => client.del('lock:{taken}')),
     );
     const deletedAt = performance.now();
     await eventually(() => held.lost, 2_000);
@@ -155,7 +149,7 @@ describe('QuorumLockBackend batched lease renewals', () => {
   });
 
   it('waits for the window with a session-bound token, answers an explicit lease at once', async () => {
-    const { backend, clients } = opened.process(three);
+    const { backend, clients } = opened.process(nodes.three);
     await ready(clients);
     const plain = 'explicit-lease-token-000000000';
     const bound = sessionToken(newSessionId(), 'bound-token-00000000000000');
@@ -180,7 +174,7 @@ describe('QuorumLockBackend batched lease renewals', () => {
   });
 
   it(`sends a batch of ${2.5 * leaseBatchSize} renewals as 3 script calls per node`, async () => {
-    const { backend, clients } = opened.process(three);
+    const { backend, clients } = opened.process(nodes.three);
     await ready(clients);
     const session = newSessionId();
     const count = 2.5 * leaseBatchSize;
@@ -195,8 +189,8 @@ describe('QuorumLockBackend batched lease renewals', () => {
       );
     // Warm up: ioredis tries EVALSHA, then EVAL, on a client's first call.
     expect(await backend.extend('lock:{bulk:0}', tokens[0], 20_000)).toBe(true);
-    await look[0].del('lock:{bulk:7}');
-    await look[1].del('lock:{bulk:7}');
+    await nodes.look[0].del('lock:{bulk:7}');
+    await nodes.look[1].del('lock:{bulk:7}');
     const before = await scriptCalls();
     const usecBefore = await scriptUsec();
     const answers = await Promise.all(
@@ -215,42 +209,43 @@ describe('QuorumLockBackend batched lease renewals', () => {
     expect(await sent()).toEqual([3, 3, 3]);
     expect(answers.filter((held) => !held).length).toBe(1);
     expect(answers[7]).toBe(false);
-    for (const client of look)
+    for (const client of nodes.look)
       expect(await client.pttl(`lock:{bulk:${count - 1}}`)).toBeGreaterThan(
         15_000,
       );
   });
 
   it('answers a renewal still waiting for its batch before the release that follows it', async () => {
-    const { backend, clients } = opened.process(three);
-    await ready(clients);
-    const token = sessionToken(newSessionId(), 'released-token-000000000');
-    await take(backend, 'lock:{released}', token);
+    const { backend, token } = await holding(
+      'lock:{released}',
+      'released-token-000000000',
+    );
     const calledAt = performance.now();
     const renewal = backend.extend('lock:{released}', token, 20_000);
     expect(await backend.release('lock:{released}', token)).toBe(true);
     expect(await renewal).toBe(true);
     expect(performance.now() - calledAt).toBeLessThan(leaseBatchWindowMs / 2);
-    for (const client of look)
+    for (const client of nodes.look)
       expect(await client.exists('lock:{released}')).toBe(0);
   });
 
   it('rejects with LockBackendError when too few nodes answer to tell', async () => {
-    const { backend, clients } = opened.process(three, { nodeTimeoutMs: 300 });
-    await ready(clients);
-    const token = sessionToken(newSessionId(), 'frozen-token-000000000000');
-    await take(backend, 'lock:{frozen}', token);
-    await Promise.all([three[1].freeze(), three[2].freeze()]);
+    const { backend, token } = await holding(
+      'lock:{frozen}',
+      'frozen-token-000000000000',
+      { nodeTimeoutMs: 300 },
+    );
+    await Promise.all([nodes.three[1].freeze(), nodes.three[2].freeze()]);
     await expect(
       backend.extend('lock:{frozen}', token, 20_000),
     ).rejects.toBeInstanceOf(LockBackendError);
   });
 
   it('sends the pending renewals when closed, and answers them', async () => {
-    const { backend, clients } = opened.process(three);
-    await ready(clients);
-    const token = sessionToken(newSessionId(), 'closing-token-00000000000');
-    await take(backend, 'lock:{closing}', token);
+    const { backend, token } = await holding(
+      'lock:{closing}',
+      'closing-token-00000000000',
+    );
     const calledAt = performance.now();
     const renewal = backend.extend('lock:{closing}', token, 20_000);
     await backend.close();

@@ -6,21 +6,10 @@ import {
   MemoryLockBackend,
   QuorumLockBackend,
 } from '@app/distributed-lock';
-import type { RedisServerHandle } from '../../../../test/support/redis-server.js';
-import { Opened, eventually, ready, startNodes } from './quorum-fixtures.js';
+import { eventually, ready, useQuorumNodes } from './quorum-fixtures.js';
 
-let servers: RedisServerHandle[];
-const opened = new Opened();
-
-beforeAll(async () => {
-  servers = await startNodes(3);
-});
-
-afterEach(() => opened.closeAll());
-
-afterAll(async () => {
-  await Promise.all(servers.map((server) => server.stop()));
-});
+const nodes = useQuorumNodes({ three: true });
+const { opened } = nodes;
 
 async function connections(client: Redis): Promise<number> {
   const list = (await client.client('LIST')) as string;
@@ -38,7 +27,10 @@ function build(
 
 describe('DistributedLockModule with nodes', () => {
   it('locks on a quorum of the given nodes and closes only the connections it opened', async () => {
-    const [look, given] = [opened.clients(servers), opened.clients(servers)];
+    const [look, given] = [
+      opened.clients(nodes.three),
+      opened.clients(nodes.three),
+    ];
     await ready([...look, ...given]);
     const before = await connections(look[0]);
     const app: TestingModule = await Test.createTestingModule({
@@ -46,8 +38,8 @@ describe('DistributedLockModule with nodes', () => {
         DistributedLockModule.forRoot({
           // A URL, ioredis options and a client of the caller's.
           nodes: [
-            servers[0].url,
-            { host: servers[1].host, port: servers[1].port },
+            nodes.three[0].url,
+            { host: nodes.three[1].host, port: nodes.three[1].port },
             given[2],
           ],
         }),
@@ -65,7 +57,7 @@ describe('DistributedLockModule with nodes', () => {
   });
 
   it('rejects an even or too small node count, and nodes beside backend', () => {
-    const urls = servers.map((s) => s.url);
+    const urls = nodes.three.map((s) => s.url);
     return Promise.all([
       expect(build({ nodes: urls.slice(0, 2) })).rejects.toThrow(
         /odd number \(3 or 5\)/,
@@ -80,7 +72,9 @@ describe('DistributedLockModule with nodes', () => {
   it('exports the backend for direct use', () => {
     expect(
       () =>
-        new QuorumLockBackend({ nodes: opened.clients(servers).slice(0, 2) }),
+        new QuorumLockBackend({
+          nodes: opened.clients(nodes.three).slice(0, 2),
+        }),
     ).toThrow(/odd number of at least 3 nodes/);
   });
 });

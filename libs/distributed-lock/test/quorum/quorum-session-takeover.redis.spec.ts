@@ -3,50 +3,35 @@
  * the session is gone on a majority of the nodes that count, however its
  * nodes and the lock's differ (see quorum-sessions.ts).
  */
-import type { Redis } from 'ioredis';
 import {
   newSessionId,
   sessionKey,
   sessionToken,
 } from '../../src/session/session-token.js';
-import type { RedisServerHandle } from '../../../../test/support/redis-server.js';
-import { Opened, eventually, ready, startNodes } from './quorum-fixtures.js';
+import { eventually, ready, useQuorumNodes } from './quorum-fixtures.js';
 
-let three: RedisServerHandle[];
-let look: Redis[];
-const opened = new Opened();
-
-beforeAll(async () => {
-  three = await startNodes(3);
-});
-
-beforeEach(async () => {
-  look = opened.clients(three);
-  await ready(look);
-});
-
-afterEach(async () => {
-  await opened.closeAll();
-  await Promise.all(three.map((server) => server.thaw()));
-  const flush = opened.clients(three);
-  await Promise.all(flush.map((client) => client.flushall()));
-  await opened.closeAll();
-});
-
-afterAll(async () => {
-  await Promise.all(three.map((server) => server.stop()));
-});
+const nodes = useQuorumNodes({ three: true, look: 'three' });
+const { opened } = nodes;
 
 /** The session key of `id` on the nodes, under the default prefix. */
 const storedSession = (id: string) => sessionKey('lock:', id);
 
+/**
+ * A holder and a waiter process, ready, and a session of the holder's open
+ * for `ttl` ms.
+ */
+async function holderAndWaiter(ttl: number) {
+  const holder = opened.process(nodes.three);
+  const waiter = opened.process(nodes.three);
+  await ready([...holder.clients, ...waiter.clients]);
+  const id = newSessionId();
+  await holder.backend.sessions.open(id, ttl);
+  return { holder, waiter, id };
+}
+
 describe('QuorumLockBackend session takeover', () => {
   it("frees a lock only once its holder's session is gone on a majority, not on one node", async () => {
-    const holder = opened.process(three);
-    const waiter = opened.process(three);
-    await ready([...holder.clients, ...waiter.clients]);
-    const id = newSessionId();
-    await holder.backend.sessions.open(id, 10_000);
+    const { holder, waiter, id } = await holderAndWaiter(10_000);
     const key = 'lock:{split}';
     const token = sessionToken(id, 'holder-random-000000000');
     const grant = await holder.backend.acquire({
@@ -57,14 +42,14 @@ describe('QuorumLockBackend session takeover', () => {
     });
     expect(grant.acquired).toBe(true);
     await eventually(async () =>
-      (await Promise.all(look.map((c) => c.get(key)))).every(
+      (await Promise.all(nodes.look.map((c) => c.get(key)))).every(
         (stored) => stored === token,
       ),
     );
     // The lock held on nodes 0 and 2, the session renewed on 0 and 1: node
     // 2 losing the session must not let a waiter take nodes 1 and 2.
-    await look[1].del(key);
-    await look[2].del(storedSession(id));
+    await nodes.look[1].del(key);
+    await nodes.look[2].del(storedSession(id));
     const request = {
       key,
       token: 'waiter-token-00000000000',
@@ -76,7 +61,7 @@ describe('QuorumLockBackend session takeover', () => {
     expect(await holder.backend.extend(key, token, 10_000)).toBe(true);
 
     // Gone on nodes 0 and 2 too: a majority. The lock is free.
-    await look[0].del(storedSession(id));
+    await nodes.look[0].del(storedSession(id));
     expect(await waiter.backend.isLocked(key)).toBe(false);
     const taken = await waiter.backend.acquire(request);
     expect(taken.acquired).toBe(true);
@@ -84,17 +69,13 @@ describe('QuorumLockBackend session takeover', () => {
   });
 
   it('does not count a node that restarted empty as having lost a session until it votes again', async () => {
-    const holder = opened.process(three);
-    const waiter = opened.process(three);
-    await ready([...holder.clients, ...waiter.clients]);
-    const id = newSessionId();
-    await holder.backend.sessions.open(id, 10_000);
+    const { holder, waiter, id } = await holderAndWaiter(10_000);
     const key = 'lock:{restarted}';
     const token = sessionToken(id, 'holder-random-000000000');
     await holder.backend.acquire({ key, token, leaseMs: 10_000, waitMs: 0 });
-    await three[2].restart();
+    await nodes.three[2].restart();
     await eventually(() => waiter.backend.mutedNodes().includes(2));
-    await look[0].del(storedSession(id));
+    await nodes.look[0].del(storedSession(id));
     // Gone on node 0, and on node 2 only because it restarted.
     const tried = await waiter.backend.acquire({
       key,
@@ -107,11 +88,7 @@ describe('QuorumLockBackend session takeover', () => {
   });
 
   it('waits for a session-bound holder until its session lapses, not its lock lease', async () => {
-    const holder = opened.process(three);
-    const waiter = opened.process(three);
-    await ready([...holder.clients, ...waiter.clients]);
-    const id = newSessionId();
-    await holder.backend.sessions.open(id, 800);
+    const { holder, waiter, id } = await holderAndWaiter(800);
     const key = 'lock:{abandoned}';
     const grant = await holder.backend.acquire({
       key,
@@ -143,17 +120,19 @@ describe('QuorumLockBackend session takeover', () => {
   });
 
   it('leaves a node whose open came late out of the renewals: its copy may have been seen gone first', async () => {
-    const { backend, clients } = opened.process(three, { nodeTimeoutMs: 300 });
+    const { backend, clients } = opened.process(nodes.three, {
+      nodeTimeoutMs: 300,
+    });
     await ready(clients);
-    await three[2].freeze();
+    await nodes.three[2].freeze();
     const id = newSessionId();
     await backend.sessions.open(id, 5_000);
     // The open's SET NX runs on node 2 once it is back, after the open ended.
-    await three[2].thaw();
+    await nodes.three[2].thaw();
     await eventually(
-      async () => (await look[2].exists(storedSession(id))) === 1,
+      async () => (await nodes.look[2].exists(storedSession(id))) === 1,
     );
-    await look[1].del(storedSession(id));
+    await nodes.look[1].del(storedSession(id));
     expect(await backend.sessions.renew(id, 5_000)).toBe(false);
   });
 });

@@ -2,7 +2,6 @@
  * Process sessions on the quorum backend through LockService: takeover after
  * a holder's process died, renewals on a majority, and their traffic.
  */
-import type { Redis } from 'ioredis';
 import {
   LockBackendError,
   LockNotAcquiredError,
@@ -13,50 +12,20 @@ import {
   sessionKey,
   sessionOf,
 } from '../../src/session/session-token.js';
-import type { RedisServerHandle } from '../../../../test/support/redis-server.js';
 import {
-  Opened,
   commandCalls,
   ready,
   sleep,
-  startNodes,
+  useQuorumNodes,
 } from './quorum-fixtures.js';
 
-let three: RedisServerHandle[];
-let look: Redis[];
-const opened = new Opened();
-
-beforeAll(async () => {
-  three = await startNodes(3);
-});
-
-beforeEach(async () => {
-  look = opened.clients(three);
-  await ready(look);
-});
-
-afterEach(async () => {
-  await opened.closeAll();
-  await Promise.all(three.map((server) => server.thaw()));
-  // Bring back every node a test killed, empty.
-  await Promise.all(
-    three.map((server) =>
-      server.pid() === undefined ? server.restart() : undefined,
-    ),
-  );
-  const flush = opened.clients(three);
-  await Promise.all(flush.map((client) => client.flushall()));
-  await opened.closeAll();
-});
-
-afterAll(async () => {
-  await Promise.all(three.map((server) => server.stop()));
-});
+const nodes = useQuorumNodes({ three: true, look: 'three' });
+const { opened } = nodes;
 
 /** PEXPIRE (session renewals) and EVALSHA (lock scripts) run so far, per node. */
 const sessionAndScriptCalls = () =>
   Promise.all(
-    look.map(async (client) => ({
+    nodes.look.map(async (client) => ({
       pexpire: await commandCalls(client, 'pexpire'),
       scripts: await commandCalls(client, 'evalsha'),
     })),
@@ -68,8 +37,8 @@ const storedSession = (id: string) => sessionKey('lock:', id);
 describe('QuorumLockBackend process sessions', () => {
   it("hands a lock to a waiter in another process within the TTL once its holder's process died, with a higher fence", async () => {
     const ttl = 1_000;
-    const holder = opened.process(three, { sessionTtl: ttl });
-    const waiter = opened.process(three, { sessionTtl: ttl });
+    const holder = opened.process(nodes.three, { sessionTtl: ttl });
+    const waiter = opened.process(nodes.three, { sessionTtl: ttl });
     await ready([...holder.clients, ...waiter.clients]);
     const told: LockLostEvent[] = [];
     holder.locks.events.on('lost', (event) => told.push(event));
@@ -97,8 +66,8 @@ describe('QuorumLockBackend process sessions', () => {
 
   it("keeps a lock while its holder's session is renewed, well past the TTL", async () => {
     const ttl = 600;
-    const holder = opened.process(three, { sessionTtl: ttl });
-    const waiter = opened.process(three, { sessionTtl: ttl });
+    const holder = opened.process(nodes.three, { sessionTtl: ttl });
+    const waiter = opened.process(nodes.three, { sessionTtl: ttl });
     await ready([...holder.clients, ...waiter.clients]);
     const held = await holder.locks.acquire('kept');
     await expect(
@@ -111,9 +80,9 @@ describe('QuorumLockBackend process sessions', () => {
   });
 
   it('opens and renews sessions with one node of three down (a majority)', async () => {
-    await three[2].kill();
+    await nodes.three[2].kill();
     const ttl = 600;
-    const { locks, backend, clients } = opened.process(three, {
+    const { locks, backend, clients } = opened.process(nodes.three, {
       sessionTtl: ttl,
     });
     await ready(clients.slice(0, 2));
@@ -121,40 +90,42 @@ describe('QuorumLockBackend process sessions', () => {
     const id = sessionOf(held.token) as string;
     await sleep(3 * ttl);
     expect(held.lost).toBe(false);
-    for (const client of look.slice(0, 2))
+    for (const client of nodes.look.slice(0, 2))
       expect(await client.pttl(storedSession(id))).toBeGreaterThan(0);
     expect(await backend.sessions.renew(id, ttl)).toBe(true);
     expect(await held.release()).toBe(true);
   });
 
   it('renews a session while a majority has it, says false once it is gone on a majority, and never brings it back', async () => {
-    const { backend, clients } = opened.process(three);
+    const { backend, clients } = opened.process(nodes.three);
     await ready(clients);
     const { sessions } = backend;
     const id = newSessionId();
     await sessions.open(id, 5_000);
     expect(await sessions.renew(id, 5_000)).toBe(true);
-    await look[0].del(storedSession(id));
+    await nodes.look[0].del(storedSession(id));
     expect(await sessions.renew(id, 5_000)).toBe(true);
-    await look[1].del(storedSession(id));
+    await nodes.look[1].del(storedSession(id));
     expect(await sessions.renew(id, 5_000)).toBe(false);
-    expect(await look[0].exists(storedSession(id))).toBe(0);
-    expect(await look[1].exists(storedSession(id))).toBe(0);
+    expect(await nodes.look[0].exists(storedSession(id))).toBe(0);
+    expect(await nodes.look[1].exists(storedSession(id))).toBe(0);
 
     const lapsing = newSessionId();
     await sessions.open(lapsing, 300);
     await sleep(400);
     expect(await sessions.renew(lapsing, 5_000)).toBe(false);
-    for (const client of look)
+    for (const client of nodes.look)
       expect(await client.exists(storedSession(lapsing))).toBe(0);
   });
 
   it('rejects a renewal with LockBackendError when too few nodes answer to tell', async () => {
-    const { backend, clients } = opened.process(three, { nodeTimeoutMs: 300 });
+    const { backend, clients } = opened.process(nodes.three, {
+      nodeTimeoutMs: 300,
+    });
     await ready(clients);
     const id = newSessionId();
     await backend.sessions.open(id, 5_000);
-    await Promise.all([three[1].freeze(), three[2].freeze()]);
+    await Promise.all([nodes.three[1].freeze(), nodes.three[2].freeze()]);
     await expect(backend.sessions.renew(id, 5_000)).rejects.toBeInstanceOf(
       LockBackendError,
     );
@@ -167,7 +138,7 @@ describe('QuorumLockBackend process sessions', () => {
       backend,
       clients,
       locks: service,
-    } = opened.process(three, {
+    } = opened.process(nodes.three, {
       sessionTtl: ttl,
       maxLeaseMs: 30_000,
     });
