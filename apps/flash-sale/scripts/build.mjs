@@ -85,6 +85,7 @@ for (const { from, to } of sources) {
     (name) =>
       name.endsWith('.ts') &&
       !name.endsWith('.spec.ts') &&
+      !name.endsWith('.test-support.ts') &&
       !name.endsWith('.d.ts'),
   );
   for (const file of files) {

@@ -1,37 +1,10 @@
 import { LockBackendError } from '../../errors/lock-errors.js';
 import { sessionToken } from '../../session/session-token.js';
-import type {
-  AcquireRequest,
-  LockBusy,
-  LockGrant,
-  SessionStore,
-} from '../lock-backend.js';
+import type { SessionStore } from '../lock-backend.js';
 import { MemoryLockBackend } from './memory-lock-backend.js';
+import { expectGrant, request, track } from './memory-backend.test-support.js';
 
 const ttl = 1_000;
-
-function request(
-  key: string,
-  token: string,
-  overrides: Partial<AcquireRequest> = {},
-): AcquireRequest {
-  return { key, token, leaseMs: 10_000, waitMs: 0, ...overrides };
-}
-
-/** Records the outcome of a promise so a test can look at it without awaiting. */
-function track<T>(promise: Promise<T>): { done: boolean; value?: T } {
-  const state: { done: boolean; value?: T } = { done: false };
-  void promise.then((value) => {
-    state.done = true;
-    state.value = value;
-  });
-  return state;
-}
-
-function expectGrant(result: LockGrant | LockBusy | undefined): LockGrant {
-  expect(result?.acquired).toBe(true);
-  return result as LockGrant;
-}
 
 describe('MemoryLockBackend sessions', () => {
   let backend: MemoryLockBackend;
