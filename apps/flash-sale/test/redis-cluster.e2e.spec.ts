@@ -8,16 +8,9 @@ import { REDIS_CLIENT } from '../src/redis/redis-client.js';
 import {
   expectPurchaseWaitsForLockOn,
   sellUnderContention,
+  useAppOnRedisDeployment,
 } from './support/concurrent-sale.js';
-import {
-  buy,
-  createCoupon,
-  createTestDatabase,
-  findTestPostgres,
-  startApp,
-  type TestApp,
-  type TestDatabase,
-} from './support/harness.js';
+import { buy, createCoupon, findTestPostgres } from './support/harness.js';
 
 const postgres = await findTestPostgres();
 
@@ -31,47 +24,26 @@ function clusterClient(cluster: RedisCluster): Cluster {
 }
 
 describe.skipIf(!postgres)('the app on a 3-master Redis Cluster', () => {
-  let cluster: RedisCluster;
-  let db: TestDatabase;
-  let app: TestApp;
-  let redis: Cluster;
-
-  beforeAll(async () => {
-    [cluster, db] = await Promise.all([
-      startRedisCluster({ masters: 3 }),
-      createTestDatabase(postgres!),
-    ]);
-    redis = clusterClient(cluster);
-    // Configured by the environment alone, as in production.
-    app = await startApp(
-      {},
-      {
-        REDIS_CLUSTER_NODES: cluster.startupNodes
-          .map(({ host, port }) => `${host}:${port}`)
-          .join(','),
-        DATABASE_URL: db.url,
-        SECKILL_WAIT_MS: '20000',
-      },
-    );
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    redis?.disconnect();
-    await db?.drop();
-    await cluster?.stop();
+  const sale = useAppOnRedisDeployment(postgres!, {
+    start: () => startRedisCluster({ masters: 3 }),
+    client: clusterClient,
+    env: (cluster) => ({
+      REDIS_CLUSTER_NODES: cluster.startupNodes
+        .map(({ host, port }) => `${host}:${port}`)
+        .join(','),
+    }),
   });
 
   /** The index of the master that serves `slot`. */
   function masterOf(slot: number): number {
-    return cluster.masters.findIndex((node) =>
+    return sale.deployment.masters.findIndex((node) =>
       node.slots.some(([first, last]) => first <= slot && slot <= last),
     );
   }
 
   it('connects with a Cluster client and reports healthy', async () => {
-    expect(app.app.get(REDIS_CLIENT)).toBeInstanceOf(Cluster);
-    const health = await app.http.get('/health').expect(200);
+    expect(sale.app.app.get(REDIS_CLIENT)).toBeInstanceOf(Cluster);
+    const health = await sale.app.http.get('/health').expect(200);
     expect(health.body).toMatchObject({
       ok: true,
       redis: 'up',
@@ -80,7 +52,7 @@ describe.skipIf(!postgres)('the app on a 3-master Redis Cluster', () => {
   });
 
   it('sells a small stock to a crowd: no oversell, one order per user, Redis and the database agree', async () => {
-    await sellUnderContention(app, db, redis, {
+    await sellUnderContention(sale.app, sale.db, sale.redis, {
       stock: 5,
       users: 60,
       repeaters: 20,
@@ -89,21 +61,23 @@ describe.skipIf(!postgres)('the app on a 3-master Redis Cluster', () => {
 
   it('keeps each coupon in one slot, and lists coupons whose keys are on different masters', async () => {
     const ids = [
-      await createCoupon(app.http, { stock: 3 }),
-      await createCoupon(app.http, { stock: 4 }),
-      await createCoupon(app.http, { stock: 5 }),
+      await createCoupon(sale.app.http, { stock: 3 }),
+      await createCoupon(sale.app.http, { stock: 4 }),
+      await createCoupon(sale.app.http, { stock: 5 }),
     ];
     for (const id of ids) {
-      expect(cluster.slotOf(stockKey(id))).toBe(cluster.slotOf(buyersKey(id)));
+      expect(sale.deployment.slotOf(stockKey(id))).toBe(
+        sale.deployment.slotOf(buyersKey(id)),
+      );
     }
     const masters = new Set(
-      ids.map((id) => masterOf(cluster.slotOf(stockKey(id)))),
+      ids.map((id) => masterOf(sale.deployment.slotOf(stockKey(id)))),
     );
     // A single MGET over these keys would fail with CROSSSLOT.
     expect(masters.size).toBeGreaterThan(1);
-    await buy(app.http, ids[1], 'lister').expect(201);
+    await buy(sale.app.http, ids[1], 'lister').expect(201);
 
-    const list = await app.http.get('/api/coupons?limit=3').expect(200);
+    const list = await sale.app.http.get('/api/coupons?limit=3').expect(200);
 
     expect(
       (list.body as { id: number; remaining: number }[])
@@ -117,10 +91,10 @@ describe.skipIf(!postgres)('the app on a 3-master Redis Cluster', () => {
   });
 
   it('takes the coupon lock on the cluster: a purchase waits while another instance holds it', async () => {
-    const couponId = await createCoupon(app.http, { stock: 2 });
+    const couponId = await createCoupon(sale.app.http, { stock: 2 });
     await expectPurchaseWaitsForLockOn(
-      clusterClient(cluster),
-      app,
+      clusterClient(sale.deployment),
+      sale.app,
       couponId,
       'patient',
     );

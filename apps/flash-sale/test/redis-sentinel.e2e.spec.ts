@@ -7,16 +7,13 @@ import { REDIS_CLIENT } from '../src/redis/redis-client.js';
 import {
   expectPurchaseWaitsForLockOn,
   sellUnderContention,
+  useAppOnRedisDeployment,
 } from './support/concurrent-sale.js';
 import {
   buy,
   createCoupon,
-  createTestDatabase,
   findTestPostgres,
   sleep,
-  startApp,
-  type TestApp,
-  type TestDatabase,
 } from './support/harness.js';
 
 const postgres = await findTestPostgres();
@@ -39,44 +36,23 @@ async function serverPort(client: Redis): Promise<number> {
 }
 
 describe.skipIf(!postgres)('the app on Redis behind Sentinel', () => {
-  let group: SentinelGroup;
-  let db: TestDatabase;
-  let app: TestApp;
-  let redis: Redis;
-
-  beforeAll(async () => {
-    [group, db] = await Promise.all([
-      startSentinelGroup({ name: 'flashsale' }),
-      createTestDatabase(postgres!),
-    ]);
-    redis = sentinelClient(group);
-    // Configured by the environment alone, as in production.
-    app = await startApp(
-      {},
-      {
-        REDIS_SENTINELS: group.sentinels
-          .map(({ host, port }) => `${host}:${port}`)
-          .join(','),
-        REDIS_SENTINEL_NAME: group.name,
-        DATABASE_URL: db.url,
-        SECKILL_WAIT_MS: '20000',
-      },
-    );
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    redis?.disconnect();
-    await db?.drop();
-    await group?.stop();
+  const sale = useAppOnRedisDeployment(postgres!, {
+    start: () => startSentinelGroup({ name: 'flashsale' }),
+    client: sentinelClient,
+    env: (group) => ({
+      REDIS_SENTINELS: group.sentinels
+        .map(({ host, port }) => `${host}:${port}`)
+        .join(','),
+      REDIS_SENTINEL_NAME: group.name,
+    }),
   });
 
   it('connects to the master through the Sentinels and reports healthy', async () => {
-    const client = app.app.get<Redis>(REDIS_CLIENT);
+    const client = sale.app.app.get<Redis>(REDIS_CLIENT);
     expect(client.options.sentinels).toHaveLength(3);
     expect(client.options.name).toBe('flashsale');
-    expect(await serverPort(client)).toBe(group.master.port);
-    const health = await app.http.get('/health').expect(200);
+    expect(await serverPort(client)).toBe(sale.deployment.master.port);
+    const health = await sale.app.http.get('/health').expect(200);
     expect(health.body).toMatchObject({
       ok: true,
       redis: 'up',
@@ -85,7 +61,7 @@ describe.skipIf(!postgres)('the app on Redis behind Sentinel', () => {
   });
 
   it('sells a small stock to a crowd: no oversell, one order per user, Redis and the database agree', async () => {
-    await sellUnderContention(app, db, redis, {
+    await sellUnderContention(sale.app, sale.db, sale.redis, {
       stock: 5,
       users: 60,
       repeaters: 20,
@@ -93,36 +69,36 @@ describe.skipIf(!postgres)('the app on Redis behind Sentinel', () => {
   });
 
   it('takes the coupon lock on the master: a purchase waits while another instance holds it', async () => {
-    const couponId = await createCoupon(app.http, { stock: 2 });
+    const couponId = await createCoupon(sale.app.http, { stock: 2 });
     await expectPurchaseWaitsForLockOn(
-      sentinelClient(group),
-      app,
+      sentinelClient(sale.deployment),
+      sale.app,
       couponId,
       'patient',
     );
   });
 
   it('follows a failover to the promoted replica', async () => {
-    const before = await createCoupon(app.http, { stock: 3 });
-    await buy(app.http, before, 'early').expect(201);
-    const oldPort = group.master.port;
+    const before = await createCoupon(sale.app.http, { stock: 3 });
+    await buy(sale.app.http, before, 'early').expect(201);
+    const oldPort = sale.deployment.master.port;
 
-    await group.killMaster();
-    const promoted = await group.waitForFailover();
+    await sale.deployment.killMaster();
+    const promoted = await sale.deployment.waitForFailover();
 
     expect(promoted.port).not.toBe(oldPort);
     // The client reconnects through the Sentinels in the background.
     const deadline = Date.now() + 15_000;
-    while ((await app.http.get('/health')).status !== 200) {
+    while ((await sale.app.http.get('/health')).status !== 200) {
       if (Date.now() > deadline) throw new Error('/health stayed 503');
       await sleep(200);
     }
-    expect(await serverPort(app.app.get<Redis>(REDIS_CLIENT))).toBe(
+    expect(await serverPort(sale.app.app.get<Redis>(REDIS_CLIENT))).toBe(
       promoted.port,
     );
-    const after = await createCoupon(app.http, { stock: 1 });
-    await buy(app.http, after, 'late').expect(201);
-    await buy(app.http, after, 'later').expect(409);
-    await buy(app.http, before, 'early').expect(409);
+    const after = await createCoupon(sale.app.http, { stock: 1 });
+    await buy(sale.app.http, after, 'late').expect(201);
+    await buy(sale.app.http, after, 'later').expect(409);
+    await buy(sale.app.http, before, 'early').expect(409);
   }, 45_000);
 });

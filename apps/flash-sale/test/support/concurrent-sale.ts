@@ -6,15 +6,78 @@ import {
   buy,
   checkInvariants,
   createCoupon,
+  createTestDatabase,
   sleep,
+  startApp,
   type TestApp,
   type TestDatabase,
 } from './harness.js';
 
 /**
- * Checks shared by the e2e tests on Redis Cluster and Sentinel: a flash sale
- * under contention, and the coupon lock living where the app's config says.
+ * Setup and checks shared by the e2e tests on Redis Cluster and Sentinel: the
+ * app booted on the deployment, a flash sale under contention, and the coupon
+ * lock living where the app's config says.
  */
+
+/** How {@link useAppOnRedisDeployment} starts a Redis deployment and points the app at it. */
+export interface RedisDeploymentSetup<
+  D extends { stop(): Promise<void> },
+  C extends Redis | Cluster,
+> {
+  start(): Promise<D>;
+  /** A client of the test's own on `deployment`, to look at the keys. */
+  client(deployment: D): C;
+  /** The app's Redis settings for `deployment`, as environment variables. */
+  env(deployment: D): NodeJS.ProcessEnv;
+}
+
+/** The live handles of {@link useAppOnRedisDeployment}, set once its `beforeAll` ran. */
+export interface AppOnRedisDeployment<D, C> {
+  deployment: D;
+  db: TestDatabase;
+  app: TestApp;
+  /** The test's own client, from {@link RedisDeploymentSetup.client}. */
+  redis: C;
+}
+
+/**
+ * Starts the Redis deployment and a test database side by side before the
+ * file's tests, then the test's own client and the app, configured by the
+ * environment alone (as in production); closes them all after. Call it first
+ * in a `describe`.
+ */
+export function useAppOnRedisDeployment<
+  D extends { stop(): Promise<void> },
+  C extends Redis | Cluster,
+>(
+  admin: string,
+  setup: RedisDeploymentSetup<D, C>,
+): AppOnRedisDeployment<D, C> {
+  const handles = {} as AppOnRedisDeployment<D, C>;
+  beforeAll(async () => {
+    const [deployment, db] = await Promise.all([
+      setup.start(),
+      createTestDatabase(admin),
+    ]);
+    Object.assign(handles, { deployment, db });
+    handles.redis = setup.client(deployment);
+    handles.app = await startApp(
+      {},
+      {
+        ...setup.env(deployment),
+        DATABASE_URL: db.url,
+        SECKILL_WAIT_MS: '20000',
+      },
+    );
+  });
+  afterAll(async () => {
+    await handles.app?.close();
+    handles.redis?.disconnect();
+    await handles.db?.drop();
+    await handles.deployment?.stop();
+  });
+  return handles;
+}
 
 export interface ContendedSaleOptions {
   readonly stock: number;
