@@ -39,6 +39,16 @@ export function bytes(value: number): string {
   return `${sign}${Math.round(abs)} B`;
 }
 
+/** `value (ratio to base)`, the report's cell for a figure with its baseline. */
+export function withRatio(
+  value: number,
+  base: number,
+  format: (v: number) => string,
+): string {
+  if (Number.isNaN(value)) return format(value);
+  return `${format(value)} (${ratio(value / base)})`;
+}
+
 const esc = (cell: string) => cell.replaceAll('|', '\\|');
 
 /** A Markdown table; cells are escaped for pipes. */

@@ -1,0 +1,146 @@
+import type { BenchResults } from '../../results.js';
+import type { UncontendedResult } from '../../scenarios/uncontended.js';
+import { throughputRatio } from '../../stats.js';
+import { int, ms, num, ratio, table, withRatio } from '../format.js';
+
+/** ", in turns of N ms beside the raw baseline" for runs that took turns. */
+function turns(result: UncontendedResult): string {
+  return result.switchMs === undefined
+    ? ''
+    : `, in turns of ${result.switchMs} ms beside the raw baseline`;
+}
+
+/** The Node side of the uncontended gap, from B's promise counts and CPU times. */
+function nodeSide(r: BenchResults): string {
+  const rows = r.B?.rows ?? [];
+  const raw = rows.find((x) => x.id === 'raw');
+  const service = rows.find((x) => x.id === 'ours-service');
+  const decorator = rows.find((x) => x.id === 'ours-decorator');
+  if (
+    raw?.promisesPerCycle === undefined ||
+    service?.promisesPerCycle === undefined ||
+    decorator?.promisesPerCycle === undefined
+  )
+    return '';
+  const cpu = (row: typeof raw) =>
+    ratio(row.nodeCpuUsPerCycle / raw.nodeCpuUsPerCycle);
+  return ` The rest is Node's work (B's last two columns): a cycle creates ${num(service.promisesPerCycle, 0)} promises through \`LockService\` and ${num(decorator.promisesPerCycle, 0)} through the decorator, against ${num(raw.promisesPerCycle, 0)} for the raw lock, and with an \`AsyncLocalStorage\` in use (see Method) each one calls a hook; the process's CPU time per B cycle was ${cpu(service)} and ${cpu(decorator)} of the raw lock's.`;
+}
+
+function uncontendedSection(
+  result: UncontendedResult,
+  title: string,
+  intro: string,
+): string {
+  const base = result.rows.find((r) => r.id === 'raw');
+  const b = (pick: (r: NonNullable<typeof base>) => number) =>
+    base ? pick(base) : Number.NaN;
+  const rows = result.rows.map((r) => {
+    const rate = r.error
+      ? `failed: ${r.error}`
+      : `${int(r.cyclesPerSec)} (${ratio(throughputRatio(r, base))})`;
+    if (result.scenario === 'A') {
+      return [
+        r.label,
+        rate,
+        withRatio(
+          r.acquireP50,
+          b((x) => x.acquireP50),
+          ms,
+        ),
+        withRatio(
+          r.acquireP99,
+          b((x) => x.acquireP99),
+          ms,
+        ),
+        withRatio(
+          r.releaseP50,
+          b((x) => x.releaseP50),
+          ms,
+        ),
+        withRatio(
+          r.releaseP99,
+          b((x) => x.releaseP99),
+          ms,
+        ),
+      ];
+    }
+    return [
+      r.label,
+      rate,
+      withRatio(
+        r.cycleP50,
+        b((x) => x.cycleP50),
+        ms,
+      ),
+      withRatio(
+        r.cycleP99,
+        b((x) => x.cycleP99),
+        ms,
+      ),
+      withRatio(
+        r.nodeCpuUsPerCycle ?? Number.NaN,
+        b((x) => x.nodeCpuUsPerCycle ?? Number.NaN),
+        (v) => num(v, 1),
+      ),
+      r.promisesPerCycle === undefined ? '-' : num(r.promisesPerCycle, 1),
+    ];
+  });
+  const header =
+    result.scenario === 'A'
+      ? [
+          'contender',
+          'cycles/s (x raw)',
+          'acquire p50 ms',
+          'acquire p99 ms',
+          'release p50 ms',
+          'release p99 ms',
+        ]
+      : [
+          'contender',
+          'cycles/s (x raw)',
+          'cycle p50 ms',
+          'cycle p99 ms',
+          'Node CPU µs/cycle',
+          'promises/cycle',
+        ];
+  return [
+    `## ${title}`,
+    '',
+    intro,
+    '',
+    table(header, rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r']),
+    '',
+  ].join('\n');
+}
+
+/** A and B, with the server-time paragraph between them when E measured it. */
+export function uncontendedSections(r: BenchResults): string[] {
+  const out: string[] = [];
+  if (r.A) {
+    out.push(
+      uncontendedSection(
+        r.A,
+        'A. One client, sequential cycles',
+        `One loop acquires and releases, one lock at a time, rotating over 1,000 keys. ${r.A.reps} repetitions of ${r.A.sliceMs} ms per contender${turns(r.A)}.`,
+      ),
+    );
+  }
+  const serverTime = r.E?.serverTime;
+  if ((r.A || r.B) && serverTime) {
+    out.push(
+      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients.${nodeSide(r)} The row "ours: LockService + fence()" also asks for a fencing token in every hold, one more round trip and script (E), which the raw lock cannot offer at all.`,
+      '',
+    );
+  }
+  if (r.B) {
+    out.push(
+      uncontendedSection(
+        r.B,
+        `B. ${r.B.loops} concurrent loops, distinct keys`,
+        `${r.B.loops} loops on one client (one instance of each contender), each loop on its own key; a cycle is acquire + release. ${r.B.reps} repetitions of ${r.B.sliceMs} ms${turns(r.B)}. "Node CPU" is the CPU time of the process that ran the contender (user + system, so it includes the socket calls) per cycle over its measured time; "promises/cycle" counts the promises the process creates per cycle, by an async hook over 1,000 sequential cycles after the slices. With two cores shared by Node and Redis, Node's work per cycle is what bounds B.`,
+      ),
+    );
+  }
+  return out;
+}
