@@ -7,6 +7,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 // the Nest module, decorator and interceptor, which costs child processes
 // (workers/) about half a second of start-up each.
 import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis/redis-lock-backend.js';
+import { coalesceWrites } from '../../libs/distributed-lock/src/backends/redis/write-coalescing.js';
 import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
 import type { LockLostEvent } from '../../libs/distributed-lock/src/lock-service/lock-events.js';
 
@@ -27,6 +28,8 @@ export interface OpenLocksOptions {
   /** Default `'lock:'`. */
   readonly keyPrefix?: string;
   readonly maxKeyLength?: number;
+  /** Coalesce the connection's writes, as the module does by default. Default true. */
+  readonly coalesceWrites?: boolean;
 }
 
 /** A LockService with its backend and its own connection. */
@@ -48,6 +51,7 @@ export function openLocks(
     ...options.client,
   });
   client.on('error', () => undefined);
+  if (options.coalesceWrites ?? true) coalesceWrites(client);
   const backend = new RedisLockBackend({
     client,
     ownsClient: true,

@@ -9,6 +9,7 @@ import { Cluster, Redis, type ClusterNode } from 'ioredis';
 import type { LockBackend } from '../backends/lock-backend.js';
 import { warnIfLocksCanBeEvicted } from '../backends/redis/eviction-policy-check.js';
 import { RedisLockBackend } from '../backends/redis/redis-lock-backend.js';
+import { coalesceWrites } from '../backends/redis/write-coalescing.js';
 import { QuorumLockBackend } from '../backends/quorum/quorum-lock-backend.js';
 import { DistributedLockInterceptor } from '../interceptor/distributed-lock.interceptor.js';
 import {
@@ -158,6 +159,7 @@ function createRedisBackend(
       ? new Redis(url, { ...connection, ...rest })
       : new Redis({ ...connection, ...rest });
   }
+  if (resolved.coalesceWrites) coalesceWrites(client);
   const logger = new Logger('DistributedLock');
   let lastError = '';
   client.on('error', (error: Error) => {
@@ -193,6 +195,7 @@ function createQuorumBackend(
       typeof node === 'string'
         ? new Redis(node, connection)
         : new Redis({ ...connection, ...node });
+    if (resolved.coalesceWrites) coalesceWrites(client);
     let lastError = '';
     client.on('error', (error: Error) => {
       const { host, port } = client.options;

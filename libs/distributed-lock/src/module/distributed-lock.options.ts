@@ -130,6 +130,15 @@ export interface DistributedLockModuleOptions {
    * longer than it at most once. Default 2 ms.
    */
   readonly localHandoffWindow?: number;
+  /**
+   * Send the commands issued in one turn of the event loop in one socket
+   * write, on the connections the module opens (a client passed in is left
+   * as it is). With many concurrent lock calls this saves most of the CPU
+   * that a write per command costs Node and Redis; a lone command is sent as
+   * early as before. `false` writes each command on its own, as ioredis does.
+   * Default true.
+   */
+  readonly coalesceWrites?: boolean;
   /** Status codes for lock failures answered by the interceptor. */
   readonly statuses?: LockErrorStatuses;
   /**
@@ -163,6 +172,7 @@ export interface ResolvedLockOptions extends Required<
     | 'handoffLeaseTime'
     | 'localHandoffs'
     | 'localHandoffWindow'
+    | 'coalesceWrites'
     | 'retryAfter'
   >
 > {
@@ -184,6 +194,7 @@ export const lockOptionDefaults = {
   handoffLeaseTime: 3_000,
   localHandoffs: 8,
   localHandoffWindow: 2,
+  coalesceWrites: true,
   retryAfter: 1,
   statuses: {
     notAcquired: 409,
@@ -214,6 +225,7 @@ export function resolveLockOptions(
     localHandoffs: options.localHandoffs ?? lockOptionDefaults.localHandoffs,
     localHandoffWindow:
       options.localHandoffWindow ?? lockOptionDefaults.localHandoffWindow,
+    coalesceWrites: options.coalesceWrites ?? lockOptionDefaults.coalesceWrites,
     retryAfter: options.retryAfter ?? lockOptionDefaults.retryAfter,
     statuses: { ...lockOptionDefaults.statuses, ...options.statuses },
     mapError: options.mapError,
@@ -245,6 +257,11 @@ export function resolveLockOptions(
   ) {
     throw new RangeError(
       `DistributedLockModule: localHandoffWindow must be >= 0, got ${resolved.localHandoffWindow}`,
+    );
+  }
+  if (typeof resolved.coalesceWrites !== 'boolean') {
+    throw new TypeError(
+      `DistributedLockModule: coalesceWrites must be true or false, got ${String(resolved.coalesceWrites)}`,
     );
   }
   if (!(resolved.waitTime >= 0) || !Number.isFinite(resolved.waitTime)) {
