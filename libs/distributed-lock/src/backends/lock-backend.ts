@@ -120,13 +120,24 @@ export interface AcquireRequest {
   readonly waitMs: number;
   /** Aborting it stops waiting (the acquisition then resolves busy). */
   readonly signal?: AbortSignal;
+  /**
+   * The caller wants the grant's fencing token. A backend SHOULD issue it in
+   * the same atomic step as the grant and return it as
+   * {@link LockGrant.fencingToken}, saving the round trip of a
+   * {@link LockBackend.fence} call. A grant may still come without one (a
+   * lock passed in memory between callers of one process, a backend that
+   * cannot issue it with the grant): `LockService` then asks
+   * {@link LockBackend.fence} before it hands the lock to its caller.
+   */
+  readonly fence?: boolean;
 }
 
 export interface LockGrant {
   readonly acquired: true;
   /**
    * The grant's fencing token, when the backend issued one with it (a lock
-   * handed over from the queue carries one). Otherwise the holder asks
+   * handed over from the queue carries one, and so should a grant asked for
+   * with {@link AcquireRequest.fence}). Otherwise the holder asks
    * {@link LockBackend.fence} if and when it needs one. Strictly increasing
    * per key across all owners, kept by the store.
    */

@@ -33,6 +33,9 @@ export const DISTRIBUTED_LOCK_METADATA = 'distributed-lock:metadata';
  * key to another Redis Cluster slot. An argument that is missing, null, empty,
  * or an object throws `LockKeyError` (HTTP 400) and nothing is locked.
  *
+ * With `{ fence: true }` the lock comes with its fencing token, which the
+ * method reads as `currentLock()?.fencingToken` (see `LockOptions.fence`).
+ *
  * The decorated method returns a Promise, or an Observable when its declared
  * return type is `Observable` (the lock is then held until the stream
  * completes, errors or is unsubscribed).

@@ -28,12 +28,24 @@ export class LockHandle {
   }
 
   /**
+   * The fencing token of the first key, once issued: always when acquired
+   * with `fence: true`, else after the first {@link fence} (or when the
+   * grant happened to carry one, as a lock handed over from a queue does).
+   * Undefined until then.
+   */
+  get fencingToken(): number | undefined {
+    return this.held[0].fencingToken;
+  }
+
+  /**
    * The fencing token of the first key: a number that strictly increases with
    * every new holder of that key, whoever it is. Pass it to the resource you
    * protect and let it reject writes carrying a smaller number than it has
    * seen. Issued by the store on first call, in the same atomic step as a
    * check that the lock is still ours (one round trip; later calls and
    * reentrant holds share it), so locks that never use one pay nothing.
+   * Acquired with `fence: true`, the token came with the grant and this
+   * resolves it without a round trip.
    *
    * @throws LockLostError when the lock is no longer held and no token was
    *   issued while it was (a token already issued is simply repeated)

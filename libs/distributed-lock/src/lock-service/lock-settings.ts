@@ -14,6 +14,16 @@ export interface LockOptions {
   readonly waitTime?: number;
   /** Aborting it stops waiting. */
   readonly signal?: AbortSignal;
+  /**
+   * Issue each key's fencing token with the grant: when `acquire` resolves,
+   * `LockHandle.fencingToken` is set and `fence()` answers without a
+   * round trip. The store issues it in the same atomic step as the grant
+   * where it can (on one Redis, in the acquiring command itself); otherwise
+   * it is asked for before `acquire` resolves. A reentrant hold shares the
+   * outer hold's token. Default false: the token is issued on the first
+   * `fence()`, so locks that never use one pay nothing.
+   */
+  readonly fence?: boolean;
 }
 
 /** Settings the service runs with (the module fills them from its options). */
@@ -52,6 +62,14 @@ export function checkedMs(
       `${name} must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of ms, got ${String(value)}`,
     );
   }
+  return value;
+}
+
+/** `value`, checked to be a boolean; undefined is false. */
+export function checkedFlag(name: string, value: boolean | undefined): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean')
+    throw new TypeError(`${name} must be true or false, got ${String(value)}`);
   return value;
 }
 

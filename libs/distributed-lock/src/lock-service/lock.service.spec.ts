@@ -49,6 +49,26 @@ describe('LockService errors are always rejections', () => {
     }
   });
 
+  it('rejects a fence option that is not true or false with a TypeError, locking nothing', async () => {
+    const locks = serviceOn(new MemoryLockBackend());
+    try {
+      for (const fence of ['yes', 1, null]) {
+        const options = { fence } as unknown as { fence: boolean };
+        const acquiring = locks.acquire('k', options);
+        await expect(acquiring).rejects.toBeInstanceOf(TypeError);
+        await expect(acquiring).rejects.toThrow(
+          `fence must be true or false, got ${String(fence)}`,
+        );
+      }
+      expect(await locks.isLocked('k')).toBe(false);
+      const fenced = await locks.acquire('k', { fence: true });
+      expect(fenced.fencingToken).toBeGreaterThan(0);
+      await fenced.release();
+    } finally {
+      await locks.close();
+    }
+  });
+
   it('rejects bad input instead of throwing', () => {
     const locks = serviceOn(new MemoryLockBackend());
     let acquiring: Promise<unknown> | undefined;

@@ -14,12 +14,14 @@ import {
 } from '../errors/lock-errors.js';
 import { validateLockKey } from '../key-template/key-template.js';
 import { monotonicNow } from '../lease/lease-clock.js';
+import { issueMissingFences, missesFence } from './grant-fences.js';
 import { HeldKey, type LeasePolicy } from './held-key.js';
 import type { LockEventMap, LockLostReason } from './lock-events.js';
 import { LockHandle } from './lock-handle.js';
 import { lockScope } from './lock-scope.js';
 import {
   canonicalKeys,
+  checkedFlag,
   checkedMs,
   type LockOptions,
   type LockServiceSettings,
@@ -37,6 +39,8 @@ interface Attempt {
   readonly startedAt: number;
   readonly deadline: number;
   readonly signal?: AbortSignal;
+  /** Every key's fencing token comes with the grant (`LockOptions.fence`). */
+  readonly fence: boolean;
 }
 
 /**
@@ -72,7 +76,9 @@ export class LockService {
    * @throws LockNotAcquiredError when still busy after `waitTime`
    * @throws LockKeyError for an empty, malformed or too long key
    * @throws LockBackendError when the store cannot be reached in bounded time
-   * @throws LockLostError when a reentrant acquisition finds the outer lock lost
+   * @throws LockLostError when a reentrant acquisition finds the outer lock
+   *   lost (with `fence`, also when it is lost before its token is issued)
+   * @throws TypeError when `fence` is given and not a boolean
    */
   acquire(
     keyOrKeys: string | readonly string[],
@@ -101,6 +107,7 @@ export class LockService {
         startedAt,
         deadline: startedAt + waitTime,
         signal: options.signal,
+        fence: checkedFlag('fence', options.fence),
       };
     } catch (error) {
       return Promise.reject(error as Error);
@@ -275,7 +282,9 @@ export class LockService {
       const held = this.hold(name, storeKey, attempt, result, sentAt);
       if (held.lostReason === 'session-expired')
         return this.sessionLapsedMeanwhile(held, attempt);
-      return new LockHandle([held], this.releaseHeld, false);
+      const handle = new LockHandle([held], this.releaseHeld, false);
+      if (!attempt.fence || held.fencingToken !== undefined) return handle;
+      return this.fenceGranted(held, attempt).then(() => handle);
     });
   }
 
@@ -328,11 +337,26 @@ export class LockService {
           lapsed.name,
           Date.now() - attempt.startedAt,
         );
+      if (attempt.fence && missesFence(taken))
+        await issueMissingFences(taken, outer, attempt.startedAt);
     } catch (error) {
       await this.releaseHeld(taken).catch(() => undefined);
       throw error;
     }
     return new LockHandle(taken, this.releaseHeld, reentrant);
+  }
+
+  /**
+   * Issues the fencing token a grant asked for with `fence` came without
+   * (see {@link issueMissingFences}); gives the key back when that fails.
+   */
+  private fenceGranted(held: HeldKey, attempt: Attempt): Promise<void> {
+    return issueMissingFences([held], undefined, attempt.startedAt).catch(
+      async (error: unknown) => {
+        await this.releaseHeld([held]).catch(() => undefined);
+        throw error;
+      },
+    );
   }
 
   /**
@@ -356,7 +380,11 @@ export class LockService {
         new LockNotAcquiredError(name, Date.now() - attempt.startedAt),
       );
     if (waitTime <= 0) return Promise.reject(sessionLapsedError(name));
-    return this.acquire(attempt.names, { waitTime, signal: attempt.signal });
+    return this.acquire(attempt.names, {
+      waitTime,
+      signal: attempt.signal,
+      fence: attempt.fence,
+    });
   }
 
   /** The backend request for `storeKey`, sent at `now` (ms since epoch). */
@@ -371,6 +399,7 @@ export class LockService {
       leaseMs: attempt.policy.leaseMs,
       waitMs: Math.max(0, attempt.deadline - now),
       signal: attempt.signal,
+      fence: attempt.fence,
     };
   }
 

@@ -24,6 +24,7 @@ import { keyPrefix, maxKeyLength } from './contract-support.js';
 import { errorsContract } from './errors.contract.js';
 import { extendContract } from './extend.contract.js';
 import { fenceContract } from './fence.contract.js';
+import { fenceWithGrantContract } from './fence-with-grant.contract.js';
 import { lostContract } from './lost.contract.js';
 import { multiKeyContract } from './multi-key.contract.js';
 import { releaseContract } from './release.contract.js';
@@ -165,6 +166,7 @@ export function describeBackendContract(
     describe('extend', () => extendContract(ctx));
     describe('lost', () => lostContract(ctx));
     describe('fence', () => fenceContract(ctx));
+    describe('fence with the grant', () => fenceWithGrantContract(ctx));
     describe('multi-key', () => multiKeyContract(ctx));
     describe('errors', () => errorsContract(ctx));
     describe('sessions', () => sessionsContract(ctx));

@@ -53,7 +53,8 @@ interface KeyState {
  *   key passes straight to the next waiter (with its own lease), waking only
  *   that one;
  * - **fencing**: every grant carries a per-key fencing token that strictly
- *   increases across owners, releases and expiries for the backend's lifetime;
+ *   increases across owners, releases and expiries for the backend's lifetime
+ *   (so `AcquireRequest.fence` costs nothing here);
  * - **process sessions** ({@link sessions}): a key held under a token bound to
  *   a session (`<session id>.<random>`) is free once that session lapsed or
  *   ended, whatever its lease: it passes to the next waiter at that moment,

@@ -70,6 +70,9 @@ import { sessionOf } from '../../session/session-token.js';
  *   lock lost on them.)
  * - **fence** issues strictly increasing tokens across holders through a
  *   read round and a write-back round on majorities: see quorum-fence.ts.
+ *   A grant never carries one (`AcquireRequest.fence` is not served in the
+ *   acquiring round): those rounds must come after a majority granted, so
+ *   `LockService` asks for the token before handing out the lock.
  * - **Restarts**: a node whose `run_id` changed does not vote for
  *   `maxLeaseMs` after this process saw it (see {@link RestartGuard}).
  * - **sessions** ({@link QuorumSessions}): a process session is a key on

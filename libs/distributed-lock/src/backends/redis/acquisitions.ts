@@ -12,9 +12,10 @@ import { busy, parseAcquireReply, type AcquireReply } from './lock-replies.js';
 import type { Started } from './waiter.js';
 
 /**
- * Taking a lock: a bare `SET NX PX` for a key not found busy lately, else
- * acquire.lua, which takes the lock or queues the caller; a caller that finds
- * the lock held by another caller in this process waits here behind it.
+ * Taking a lock: a bare `SET NX PX` for a key not found busy lately (or
+ * acquire.lua without queueing, when the caller wants its fencing token),
+ * else acquire.lua, which takes the lock or queues the caller; a caller that
+ * finds the lock held by another caller in this process waits here behind it.
  */
 export class Acquisitions {
   constructor(private readonly c: LockContext) {}
@@ -54,12 +55,14 @@ export class Acquisitions {
    * The answer that granted the lock came so late (a paused process, a slow
    * event loop) that its lease may have lapsed: the caller must not run on
    * it. Sets the full lease if the lock is still ours, counted from now; if it
-   * is not, tries again within what is left of the wait.
+   * is not, tries again within what is left of the wait. A lock taken by the
+   * queueing script (`contended`) is recorded as held here under contention.
    */
   async confirmTaken(
     request: AcquireRequest,
     started: Started,
     fencingToken: number | undefined,
+    contended: boolean,
   ): Promise<LockGrant | LockBusy> {
     const { key, token, leaseMs } = request;
     const sentAt = await this.c.grants.confirmLease(key, token, leaseMs);
@@ -68,8 +71,7 @@ export class Acquisitions {
       this.c.releases.giveBack(key, token);
       return { acquired: false };
     }
-    if (fencingToken !== undefined)
-      this.c.grants.holdLocally(key, token, sentAt + leaseMs);
+    if (contended) this.c.grants.holdLocally(key, token, sentAt + leaseMs);
     return {
       acquired: true,
       fencingToken,
@@ -119,6 +121,7 @@ export class Acquisitions {
     request: AcquireRequest,
     started: Started,
   ): Promise<LockGrant | LockBusy> {
+    if (request.fence) return this.takeFenced(request, started);
     const { key, token, leaseMs } = request;
     return this.c.calls.call(
       this.c.client.set(key, token, 'PX', Math.ceil(leaseMs), 'NX'),
@@ -139,7 +142,41 @@ export class Acquisitions {
         }
         if (isFresh(leaseDeadline(started.calledAt, leaseMs), leaseMs))
           return { acquired: true, leaseMs };
-        return this.confirmTaken(request, started, undefined);
+        return this.confirmTaken(request, started, undefined, false);
+      },
+    );
+  }
+
+  /**
+   * {@link take} for a caller that wants its fencing token: acquire.lua with
+   * no wait, which takes a free lock and issues its token in the same step,
+   * still one round trip. A busy key goes on to the queueing script, as
+   * after a busy `SET`.
+   */
+  private takeFenced(
+    request: AcquireRequest,
+    started: Started,
+  ): Promise<LockGrant | LockBusy> {
+    const { key, token, leaseMs } = request;
+    const { releases } = this.c;
+    return this.c.calls.call(
+      this.c.commands.acquire(key, token, leaseMs, 0),
+      'acquire',
+      (late) => releases.undoAcquire(key, token, parseAcquireReply(late)),
+      (reply): LockGrant | LockBusy | Promise<LockGrant | LockBusy> => {
+        // Busy answers an array (see parseAcquireReply), taken a bare token.
+        if (Array.isArray(reply)) {
+          this.c.contended.remember(key);
+          return this.acquireContended(request, started);
+        }
+        const fencingToken = Number(reply);
+        if (this.c.closed) {
+          releases.giveBack(key, token, fencingToken);
+          return { acquired: false };
+        }
+        if (isFresh(leaseDeadline(started.calledAt, leaseMs), leaseMs))
+          return { acquired: true, fencingToken, leaseMs };
+        return this.confirmTaken(request, started, fencingToken, false);
       },
     );
   }
@@ -228,7 +265,7 @@ export class Acquisitions {
       grants.forgetEarlyHandoff(key, token);
       const fencingToken = Number(reply[1]);
       if (!isFresh(leaseDeadline(sentAt, leaseMs), leaseMs))
-        return this.confirmTaken(request, started, fencingToken);
+        return this.confirmTaken(request, started, fencingToken, true);
       grants.holdLocally(key, token, sentAt + leaseMs);
       return {
         acquired: true,

@@ -116,8 +116,9 @@ export class LocalPasses {
   /**
    * Gives the held lock to `next`. The new holder runs only once Redis has
    * confirmed the pass: a lock lost meanwhile (Redis restarted empty, the key
-   * deleted) is never passed on. Resolves with whether it was still ours to
-   * give; rejects, and fails the waiters here, when Redis does not answer.
+   * deleted) is never passed on. A `next` that wants its fencing token gets
+   * it issued by the same command. Resolves with whether it was still ours
+   * to give; rejects, and fails the waiters here, when Redis does not answer.
    */
   private passOn(
     key: string,
@@ -136,14 +137,21 @@ export class LocalPasses {
     return this.c.calls
       .call(
         // A waiter that was not queued in Redis has no entry to take out.
-        this.c.commands.passOn(key, hold.storedAs, next.entry ?? '', leaseMs),
+        this.c.commands.passOn(
+          key,
+          hold.storedAs,
+          next.entry ?? '',
+          leaseMs,
+          next.fence,
+        ),
         'release',
         // Passed after we gave up on it: nobody here holds it now.
         (late) => {
-          if (Number(late) === 1) this.c.releases.giveBack(key, hold.storedAs);
+          if (Number(late) !== 0) this.c.releases.giveBack(key, hold.storedAs);
         },
         (reply) => {
-          if (Number(reply) !== 1) {
+          const passed = Number(reply);
+          if (passed === 0) {
             // Lost before it was passed on: its place in Redis's queue was kept.
             this.passLost(key, hold, next);
             return false;
@@ -152,12 +160,16 @@ export class LocalPasses {
           next.entry = undefined;
           hold.holder = next.token;
           hold.expiresAt = sentAt + leaseMs;
+          // 1 when no fencing token was asked for; a token is far above it.
+          const fencingToken = passed === 1 ? undefined : passed;
           if (isFresh(leaseDeadline(sentAt, leaseMs), leaseMs)) {
             next.confirming = false;
-            this.takePass(key, hold, next, sentAt + leaseMs);
+            this.takePass(key, hold, next, sentAt + leaseMs, fencingToken);
           } else {
             // Answered so late that the new lease may have lapsed already.
-            void this.c.calls.track(this.confirmPass(key, hold, next));
+            void this.c.calls.track(
+              this.confirmPass(key, hold, next, fencingToken),
+            );
           }
           return true;
         },
@@ -198,9 +210,11 @@ export class LocalPasses {
     hold: LocalHold,
     next: Waiter,
     expiresAt: number,
+    fencingToken: number | undefined,
   ): void {
     const granted = this.c.waiters.settle(next, {
       acquired: true,
+      fencingToken,
       leaseMs: expiresAt - next.calledAt,
     });
     if (granted) return;
@@ -219,6 +233,7 @@ export class LocalPasses {
     key: string,
     hold: LocalHold,
     next: Waiter,
+    fencingToken: number | undefined,
   ): Promise<void> {
     let sentAt: number | undefined;
     try {
@@ -237,6 +252,6 @@ export class LocalPasses {
     }
     next.confirming = false;
     hold.expiresAt = sentAt + next.leaseMs;
-    this.takePass(key, hold, next, sentAt + next.leaseMs);
+    this.takePass(key, hold, next, sentAt + next.leaseMs, fencingToken);
   }
 }

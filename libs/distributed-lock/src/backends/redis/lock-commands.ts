@@ -93,21 +93,25 @@ export class LockCommands {
 
   /**
    * pass-on.lua: the lock stored under `storedAs` goes to a waiter of this
-   * process with `leaseMs`, taking its queue `entry` ('' for none) out.
+   * process with `leaseMs`, taking its queue `entry` ('' for none) out; with
+   * `fence`, the new holder's fencing token is issued in the same step.
    */
   passOn(
     key: string,
     storedAs: string,
     entry: string,
     leaseMs: number,
+    fence: boolean,
   ): Promise<unknown> {
     return this.scripts.lockPassOn(
       key,
       queueKey(key),
       bypassKey(key),
+      fenceKey(key),
       storedAs,
       entry,
       Math.ceil(leaseMs),
+      fence ? 1 : 0,
     );
   }
 

@@ -34,7 +34,7 @@ const scripts = {
   lockKick: { numberOfKeys: 3, lua: withIncludes('kick') },
   lockCancel: { numberOfKeys: 4, lua: withIncludes('cancel') },
   lockExtend: { numberOfKeys: 1, lua: withIncludes('extend') },
-  lockPassOn: { numberOfKeys: 3, lua: withIncludes('pass-on') },
+  lockPassOn: { numberOfKeys: 4, lua: withIncludes('pass-on') },
   lockFence: { numberOfKeys: 2, lua: withIncludes('fence') },
 } as const;
 

@@ -26,7 +26,11 @@ export type { RedisLockBackendOptions } from './redis-lock-options.js';
  * lock with waiters is never free, but for one whose holder died unreleased,
  * which a newcomer may take before the queue's safety check hands it on (the
  * waiters are then served at its release). Such a grant carries no fencing
- * token; {@link fence} issues one when the holder asks.
+ * token; {@link fence} issues one when the holder asks. A caller that wants
+ * the token with the grant (`AcquireRequest.fence`) sends acquire.lua
+ * without queueing instead, which takes the lock and issues the token in
+ * the same step, still one round trip; grants from the queue carry their
+ * token anyway, and a lock passed on in memory gets it from pass-on.lua.
  *
  * Waiting is a FIFO queue per key: a busy acquisition appends itself to the
  * key's queue, and whoever frees the lock hands it, inside the same script, to

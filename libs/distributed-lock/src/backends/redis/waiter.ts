@@ -21,6 +21,8 @@ export interface Waiter {
   readonly key: string;
   readonly token: string;
   readonly leaseMs: number;
+  /** It wants its fencing token with the grant (`AcquireRequest.fence`). */
+  readonly fence: boolean;
   /** When the acquisition began (ms since epoch). */
   readonly startedAt: number;
   /** When the acquisition began, on the monotonic clock: grants' leases count from here. */

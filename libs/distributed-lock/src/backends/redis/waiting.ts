@@ -41,6 +41,7 @@ export class Waiting {
         key: request.key,
         token: request.token,
         leaseMs: request.leaseMs,
+        fence: request.fence === true,
         startedAt: started.at,
         calledAt: started.calledAt,
         queuedAt,
