@@ -1,5 +1,5 @@
 /**
- * Lock benchmark: `npm run bench` (full, about 12 minutes) or
+ * Lock benchmark: `npm run bench` (full, about 18 minutes) or
  * `npm run bench:smoke` (about a minute; keeps the harness working).
  *
  *   node --import @swc-node/register/esm-register bench/run.ts [--smoke] [--only A,C] [--out DIR]
@@ -7,21 +7,18 @@
  * Starts its own redis-server processes on free loopback ports, runs the
  * scenarios A-H (see the report's Method section), and writes a Markdown
  * report, the raw JSON and an SVG chart of C to DIR (full: docs/benchmarks,
- * smoke: .bench-output/smoke). Exits 1 when a scenario or a contender failed,
- * never because of a speed figure.
+ * smoke: .bench-output/smoke), then prints the ratios and the targets. Exits
+ * 1 when a scenario or a contender failed, never because of a speed figure.
  */
-import 'reflect-metadata';
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import {
   startRedisServer,
   type RedisServerHandle,
 } from '../test/support/redis-server.js';
+import { benchCommand, parseCli, type Scenario } from './cli.js';
 import { fullConfig, smokeConfig } from './config.js';
 import { connectIoredis } from './contenders/clients.js';
 import {
@@ -32,14 +29,8 @@ import {
   uncontendedIds,
 } from './contenders/index.js';
 import { installedVersion } from './contenders/versions.js';
-import { Progress, formatSeconds } from './progress.js';
-import {
-  deploymentsTable,
-  jsonName,
-  renderMarkdown,
-} from './report/markdown.js';
-import { renderContentionSvg } from './report/svg.js';
-import { checkTargets, verdict } from './report/targets.js';
+import { Progress } from './progress.js';
+import { collectErrors, jsonReviver, writeReport } from './report/write.js';
 import type { BenchResults, MachineInfo } from './results.js';
 import {
   plannedContention,
@@ -58,98 +49,8 @@ import {
   plannedDeployments,
   runDeployments,
 } from './scenarios/h-deployments.js';
-import {
-  plannedUncontended,
-  runUncontended,
-  UncontendedWorkers,
-} from './scenarios/uncontended.js';
-
-const repoRoot = fileURLToPath(new URL('../', import.meta.url));
-const allScenarios = ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H'] as const;
-type Scenario = (typeof allScenarios)[number];
-const chartName = 'lock-benchmark-contention.svg';
-const reportName = 'lock-benchmark.md';
-
-function usage(): string {
-  return [
-    'Usage: npm run bench [-- --only A,C --out DIR]',
-    '       npm run bench:smoke',
-    '',
-    '  --smoke       short slices, one repetition, ~20,000 soak cycles (about a minute)',
-    '  --only LIST   scenarios to run, e.g. A,C (default: A,B,C,D,E,F,G,H)',
-    '  --out DIR     where the report goes (default: docs/benchmarks, smoke: .bench-output/smoke)',
-    '  --contenders LIST  only these contenders besides the baselines, e.g. ours-service,redlock5',
-    '  --render FILE rewrite the report and chart from a JSON file of an earlier run (no benchmark)',
-  ].join('\n');
-}
-
-function parseCli() {
-  const { values } = parseArgs({
-    options: {
-      smoke: { type: 'boolean', default: false },
-      only: { type: 'string' },
-      out: { type: 'string' },
-      render: { type: 'string' },
-      contenders: { type: 'string' },
-      help: { type: 'boolean', default: false },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(`${usage()}\n`);
-    process.exit(0);
-  }
-  const only = values.only
-    ? values.only.split(',').map((s) => s.trim().toUpperCase())
-    : [...allScenarios];
-  const unknown = only.filter((s) => !allScenarios.includes(s as Scenario));
-  if (unknown.length > 0) {
-    process.stderr.write(
-      `Unknown scenario(s): ${unknown.join(', ')}\n${usage()}\n`,
-    );
-    process.exit(2);
-  }
-  const smoke = values.smoke;
-  const out = path.resolve(
-    repoRoot,
-    values.out ?? (smoke ? '.bench-output/smoke' : 'docs/benchmarks'),
-  );
-  const picked = values.contenders?.split(',').map((s) => s.trim());
-  const unknownContenders = (picked ?? []).filter((id) => !contenders.has(id));
-  if (unknownContenders.length > 0) {
-    process.stderr.write(
-      `Unknown contender(s): ${unknownContenders.join(', ')}; known: ${[...contenders.keys()].join(', ')}\n`,
-    );
-    process.exit(2);
-  }
-  /** The scenario's contenders, cut down to the picked ones (baselines stay). */
-  const pick = (ids: readonly string[]): readonly string[] =>
-    picked
-      ? ids.filter(
-          (id) =>
-            picked.includes(id) || contenders.get(id)?.kind === 'baseline',
-        )
-      : ids;
-  return {
-    smoke,
-    only: only as Scenario[],
-    out,
-    render: values.render,
-    pick,
-    contenders: values.contenders,
-  };
-}
-
-/** The command line that reproduces this run. */
-function benchCommand(cli: ReturnType<typeof parseCli>): string {
-  const args = [
-    ...(cli.only.length < allScenarios.length
-      ? ['--only', cli.only.join(',')]
-      : []),
-    ...(cli.contenders ? ['--contenders', cli.contenders] : []),
-  ];
-  const script = cli.smoke ? 'bench:smoke' : 'bench';
-  return `npm run ${script}${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`;
-}
+import { plannedUncontended, runUncontended } from './scenarios/uncontended.js';
+import { NamedWorkers } from './workers/pool.js';
 
 function redisVersion(): string {
   try {
@@ -195,11 +96,6 @@ async function main(): Promise<void> {
     return;
   }
   const config = cli.smoke ? smokeConfig : fullConfig;
-  // @DistributedLock keeps the lock scope in an AsyncLocalStorage, and once
-  // one is used, Node 20 runs a hook for every promise in the process, whoever
-  // creates it. Without this, the contenders that ran before the decorator's
-  // first slice would run without those hooks and every later one with them.
-  new AsyncLocalStorage<object>().run({}, () => undefined);
   const loadAtStart = os.loadavg();
   const startedAt = new Date();
   const progress = new Progress();
@@ -232,7 +128,7 @@ async function main(): Promise<void> {
     A: (2 * (u.warmupMs + u.sliceMs)) / 1000 + 0.3,
     B: (2 * (u.warmupMs + u.sliceMs)) / 1000 + 0.3,
     C: config.contention.windowMs / 1000 + 0.6,
-    D: (config.quorum.warmupMs + config.quorum.sliceMs) / 1000 + 0.2,
+    D: (2 * (config.quorum.warmupMs + config.quorum.sliceMs)) / 1000 + 0.3,
     E: config.server.requests / 30_000,
     F: config.flashSale.reps > 0 ? 45 : 0.1,
     G: config.soak.cycles / config.soak.checkpoints / 6_000,
@@ -256,7 +152,8 @@ async function main(): Promise<void> {
   for (const s of cli.only) progress.plan(planned[s], secondsEach[s]);
 
   const results: Partial<Record<Scenario, unknown>> = {};
-  const uncontendedWorkers = new UncontendedWorkers();
+  // Every contender's worker process, kept from A to B.
+  const uncontendedWorkers = new NamedWorkers();
   const attempt = async <T>(name: Scenario, run: () => Promise<T>) => {
     if (!wants(name)) return;
     progress.phase(secondsEach[name]);
@@ -312,95 +209,6 @@ async function main(): Promise<void> {
 
   await writeReport(bundle, cli.out);
   if (bundle.errors.length > 0) process.exitCode = 1;
-}
-
-/** Writes the JSON, the chart and the Markdown report, and prints the targets. */
-async function writeReport(bundle: BenchResults, out: string): Promise<void> {
-  await mkdir(out, { recursive: true });
-  const kinds = new Map(
-    [...contenders.values()].map((c) => [c.id, c.kind] as const),
-  );
-  if (bundle.C) {
-    await writeFile(
-      path.join(out, chartName),
-      renderContentionSvg(
-        bundle.C,
-        kinds,
-        `${bundle.mode} run, ${bundle.startedAt.slice(0, 16).replace('T', ' ')} UTC, medians of ${bundle.C.reps} window(s) of ${bundle.C.windowMs} ms; ${bundle.machine.cores} cores, Redis ${bundle.machine.redis.split(' ')[0]}`,
-      ),
-    );
-  }
-  await writeFile(
-    path.join(out, jsonName(bundle)),
-    `${JSON.stringify(bundle, jsonReplacer, 2)}\n`,
-  );
-  await writeFile(
-    path.join(out, reportName),
-    renderMarkdown(bundle, chartName),
-  );
-
-  const checks = checkTargets(bundle);
-  for (const check of checks) {
-    process.stdout.write(
-      `${verdict(check).replaceAll('*', '').padEnd(12)} ${check.scenario}  ${check.target}: ${check.measured}\n`,
-    );
-  }
-  if (bundle.H) {
-    process.stdout.write(
-      `\nH  deployments (ours / raw on each; informational):\n${deploymentsTable(bundle.H)}\n`,
-    );
-  }
-  process.stdout.write(
-    `\nReport: ${path.relative(repoRoot, path.join(out, reportName))} (${formatSeconds(bundle.durationSec)})\n`,
-  );
-  if (bundle.errors.length > 0) {
-    process.stdout.write(`\n${bundle.errors.length} error(s):\n`);
-    for (const e of bundle.errors) process.stdout.write(`  ${e}\n`);
-  }
-}
-
-/** Contender failures recorded inside the scenarios' results. */
-function collectErrors(r: Partial<BenchResults>): string[] {
-  const found: string[] = [];
-  for (const s of ['A', 'B'] as const) {
-    for (const row of r[s]?.rows ?? []) {
-      if (row.error) found.push(`${s}: ${row.label}: ${row.error}`);
-    }
-  }
-  for (const variant of r.C?.variants ?? []) {
-    for (const row of variant.rows) {
-      if (row.error)
-        found.push(`C (${variant.label}): ${row.label}: ${row.error}`);
-    }
-  }
-  for (const size of r.D?.sizes ?? []) {
-    for (const row of size.rows) {
-      if (row.error)
-        found.push(`D (${size.nodes} nodes): ${row.label}: ${row.error}`);
-    }
-  }
-  if (r.E?.error) found.push(`E: ${r.E.error}`);
-  if (r.F?.status === 'failed') found.push(`F: ${r.F.message}`);
-  if (r.G?.error) found.push(`G: ${r.G.error}`);
-  for (const row of r.H?.rows ?? []) {
-    if (row.error) found.push(`H (${row.label}): ${row.error}`);
-  }
-  return found;
-}
-
-/** Reads back what {@link jsonReplacer} wrote. */
-function jsonReviver(_key: string, value: unknown): unknown {
-  if (value === 'Infinity') return Number.POSITIVE_INFINITY;
-  if (value === '-Infinity') return Number.NEGATIVE_INFINITY;
-  if (value === 'NaN') return Number.NaN;
-  return value;
-}
-
-/** JSON has no Infinity or NaN: write them as strings. */
-function jsonReplacer(_key: string, value: unknown): unknown {
-  if (typeof value === 'number' && !Number.isFinite(value))
-    return String(value);
-  return value;
 }
 
 // Referenced so that a contender typo fails at startup, not mid-run.

@@ -1,8 +1,7 @@
 import { Cluster } from 'ioredis';
 import type { DistributedLockModuleOptions } from '@app/distributed-lock';
 import { connectIoredis } from './clients.js';
-import { lockServiceOn } from './ours.js';
-import { rawLockOn, rawQuorumBaseline } from './raw.js';
+import { rawLockOn, rawQuorumOn } from './raw.js';
 import type { ContenderInstance } from './types.js';
 
 /** A server address, as ioredis takes it for Sentinels and Cluster nodes. */
@@ -59,13 +58,17 @@ export function oursOptions(
  * module defaults with {@link oursOptions}; raw is the raw baseline on a
  * plain ioredis client to the same master (Sentinel: the master the group
  * names, connected directly), on an ioredis `Cluster` for the Cluster, and
- * the raw quorum baseline over the same servers for quorum.
+ * the raw quorum baseline over the same servers for quorum. Our module is
+ * imported for our side only: the raw side's process never loads it.
  */
 export async function openOnDeployment(
   side: DeploymentSide,
   deployment: Deployment,
 ): Promise<ContenderInstance> {
-  if (side === 'ours') return lockServiceOn(oursOptions(deployment));
+  if (side === 'ours') {
+    const { lockServiceOn } = await import('./ours.js');
+    return lockServiceOn(oursOptions(deployment));
+  }
   switch (deployment.kind) {
     case 'single':
       return rawLockOn(await connectIoredis(deployment.url));
@@ -74,7 +77,7 @@ export async function openOnDeployment(
     case 'cluster':
       return rawLockOn(await connectCluster(deployment.startupNodes));
     case 'quorum':
-      return rawQuorumBaseline.create({ urls: deployment.urls });
+      return rawQuorumOn(deployment.urls);
   }
 }
 

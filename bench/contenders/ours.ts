@@ -7,10 +7,12 @@ import {
   LockService,
   type DistributedLockModuleOptions,
 } from '@app/distributed-lock';
-import { installedVersion } from './versions.js';
-import type { Contender, ContenderInstance, HeldLock } from './types.js';
-
-const ourVersion = `nest-distributed-lock (this repo) on ioredis ${installedVersion('ioredis')}, Nest ${installedVersion('@nestjs/core')}`;
+import type {
+  ContenderInstance,
+  ContenderModule,
+  HeldLock,
+  OpenContender,
+} from './types.js';
 
 /** Root module of the benchmark's application contexts (everything comes from forRoot). */
 @Module({})
@@ -34,35 +36,9 @@ export async function createContext(
 }
 
 /**
- * Through `LockService.acquire()` / `handle.release()`; `fenced` also asks for
- * the fencing token of every hold, as code guarding a resource with it would.
- */
-function serviceContender(
-  id: string,
-  label: string,
-  perCallLease: boolean,
-  fenced = false,
-  quorum = false,
-): Contender {
-  return {
-    id,
-    label,
-    detail: `${ourVersion}; ${quorum ? 'quorum mode (nodes: every URL); ' : ''}${perCallLease ? 'leaseTime = the benchmark TTL' : 'module defaults (watchdog lease)'}${fenced ? '; awaits handle.fence() once per hold' : ''}`,
-    kind: 'ours',
-    library: 'ours',
-    create: ({ urls }) =>
-      lockServiceOn(
-        quorum ? { nodes: urls } : { redis: urls[0] },
-        perCallLease,
-        fenced,
-      ),
-  };
-}
-
-/**
  * `LockService.acquire()` / `handle.release()` in a context of its own with
  * the module `options` (e.g. H's Sentinel and Cluster deployments); see
- * {@link serviceContender} for `perCallLease` and `fenced`.
+ * {@link openers} for `perCallLease` and `fenced`.
  */
 export async function lockServiceOn(
   options: DistributedLockModuleOptions,
@@ -76,7 +52,9 @@ export async function lockServiceOn(
       const handle = await locks.acquire(key, {
         signal,
         ...(perCallLease ? { leaseTime: ttlMs } : {}),
+        ...(fenced ? { fence: true } : {}),
       });
+      // With `fence: true` the token came with the grant: no round trip.
       if (fenced) await handle.fence();
       return {
         release: async () => {
@@ -87,34 +65,6 @@ export async function lockServiceOn(
     close: () => app.close(),
   };
 }
-
-export const oursService = serviceContender(
-  'ours-service',
-  'ours: LockService',
-  false,
-);
-
-export const oursServiceFenced = serviceContender(
-  'ours-service-fenced',
-  'ours: LockService + fence()',
-  false,
-  true,
-);
-
-/** Quorum (D): LockService over every node, explicit leases as the Redlock peers use. */
-export const oursQuorum = serviceContender(
-  'ours-quorum',
-  'ours: LockService, quorum mode',
-  true,
-  false,
-  true,
-);
-
-export const oursServiceLease = serviceContender(
-  'ours-service-lease',
-  'ours: LockService, explicit leaseTime',
-  true,
-);
 
 /** Lets the benchmark decide, from outside, when a decorated method returns. */
 interface Gate {
@@ -135,39 +85,47 @@ class LockedWork {
  * Through `@DistributedLock('<0>')` on a provider method: "acquired" is the
  * moment the method body starts, "released" the moment the call resolves.
  */
-export const oursDecorator: Contender = {
-  id: 'ours-decorator',
-  library: 'ours',
-  label: 'ours: @DistributedLock',
-  detail: `${ourVersion}; @DistributedLock('<0>') on a provider method, module defaults`,
-  kind: 'ours',
-  async create({ urls }): Promise<ContenderInstance> {
-    const app = await createContext({ redis: urls[0] }, [LockedWork]);
-    const work = app.get(LockedWork);
-    return {
-      acquire(key): Promise<HeldLock> {
-        return new Promise<HeldLock>((resolve, reject) => {
-          let open!: () => void;
-          const done = new Promise<void>((r) => (open = r));
-          let entered = false;
-          const call = work.hold(key, {
-            enter: () => {
-              entered = true;
-              resolve({
-                release: () => {
-                  open();
-                  return call;
-                },
-              });
-            },
-            done,
-          });
-          call.catch((error: unknown) => {
-            if (!entered) reject(error as Error);
-          });
+const openDecorator: OpenContender = async ({ urls }) => {
+  const app = await createContext({ redis: urls[0] }, [LockedWork]);
+  const work = app.get(LockedWork);
+  return {
+    acquire(key): Promise<HeldLock> {
+      return new Promise<HeldLock>((resolve, reject) => {
+        let open!: () => void;
+        const done = new Promise<void>((r) => (open = r));
+        let entered = false;
+        const call = work.hold(key, {
+          enter: () => {
+            entered = true;
+            resolve({
+              release: () => {
+                open();
+                return call;
+              },
+            });
+          },
+          done,
         });
-      },
-      close: () => app.close(),
-    };
-  },
+        call.catch((error: unknown) => {
+          if (!entered) reject(error as Error);
+        });
+      });
+    },
+    close: () => app.close(),
+  };
+};
+
+/**
+ * Through `LockService.acquire()` / `handle.release()` (the fenced one also
+ * takes the fencing token of every hold, with `fence: true`, as code guarding
+ * a resource with it would), and through the decorator.
+ */
+export const openers: ContenderModule['openers'] = {
+  'ours-service': ({ urls }) => lockServiceOn({ redis: urls[0] }),
+  'ours-service-lease': ({ urls }) => lockServiceOn({ redis: urls[0] }, true),
+  'ours-service-fenced': ({ urls }) =>
+    lockServiceOn({ redis: urls[0] }, false, true),
+  // Explicit leases, as the Redlock peers use.
+  'ours-quorum': ({ urls }) => lockServiceOn({ nodes: [...urls] }, true),
+  'ours-decorator': openDecorator,
 };

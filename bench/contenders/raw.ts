@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { sleep } from '../clock.js';
 import { connectIoredis, quitAll } from './clients.js';
-import { installedVersion } from './versions.js';
-import type { Contender, ContenderInstance, HeldLock } from './types.js';
+import type { ContenderInstance, ContenderModule, HeldLock } from './types.js';
 
 /** Compare-and-delete: only the owner's token frees the key. */
 const compareAndDelete = `if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -63,63 +62,53 @@ export function rawLockOn(connected: Redis | Cluster): ContenderInstance {
   };
 }
 
-/** The raw baseline: {@link rawLockOn} one server. */
-export const rawBaseline: Contender = {
-  id: 'raw',
-  library: 'ioredis',
-  label: 'raw ioredis (baseline)',
-  detail: `SET NX PX + EVALSHA compare-and-delete, 1 ms polling; ioredis ${installedVersion('ioredis')}`,
-  kind: 'baseline',
-  async create({ urls }): Promise<ContenderInstance> {
-    return rawLockOn(await connectIoredis(urls[0]));
-  },
-};
-
 /**
- * The raw quorum baseline: the same SET NX PX on every node at once, held
- * when a majority said OK within the lease (minus a drift of 1% + 2 ms);
- * otherwise the partial grants are released and it tries again after 1 ms.
+ * The raw quorum baseline over `urls`: the same SET NX PX on every node at
+ * once, held when a majority said OK within the lease (minus a drift of 1% +
+ * 2 ms); otherwise the partial grants are released and it tries again after
+ * 1 ms.
  */
-export const rawQuorumBaseline: Contender = {
-  id: 'raw-quorum',
-  library: 'ioredis',
-  label: 'raw quorum (baseline)',
-  detail: `SET NX PX on all nodes in parallel, majority, EVALSHA release on all; ioredis ${installedVersion('ioredis')}`,
-  kind: 'baseline',
-  async create({ urls }): Promise<ContenderInstance> {
-    const clients = await Promise.all(
-      urls.map(async (url) => withCompareAndDelete(await connectIoredis(url))),
+export async function rawQuorumOn(
+  urls: readonly string[],
+): Promise<ContenderInstance> {
+  const clients = await Promise.all(
+    urls.map(async (url) => withCompareAndDelete(await connectIoredis(url))),
+  );
+  const quorum = Math.floor(clients.length / 2) + 1;
+  const releaseAll = (key: string, token: string) =>
+    Promise.all(
+      clients.map((c) => c.benchCompareAndDelete(key, token).catch(() => 0)),
     );
-    const quorum = Math.floor(clients.length / 2) + 1;
-    const releaseAll = (key: string, token: string) =>
-      Promise.all(
-        clients.map((c) => c.benchCompareAndDelete(key, token).catch(() => 0)),
-      );
-    return {
-      async acquire(key, { ttlMs, signal }): Promise<HeldLock> {
-        const token = randomBytes(16).toString('hex');
-        for (;;) {
-          const startedAt = Date.now();
-          const replies = await Promise.all(
-            clients.map((c) =>
-              c.set(key, token, 'PX', ttlMs, 'NX').catch(() => null),
-            ),
-          );
-          const votes = replies.filter((r) => r === 'OK').length;
-          const drift = Math.round(ttlMs * 0.01) + 2;
-          if (votes >= quorum && startedAt + ttlMs - drift > Date.now()) {
-            return {
-              release: async () => {
-                await releaseAll(key, token);
-              },
-            };
-          }
-          if (votes > 0) await releaseAll(key, token);
-          if (signal?.aborted) throw aborted(signal);
-          await sleep(1);
+  return {
+    async acquire(key, { ttlMs, signal }): Promise<HeldLock> {
+      const token = randomBytes(16).toString('hex');
+      for (;;) {
+        const startedAt = Date.now();
+        const replies = await Promise.all(
+          clients.map((c) =>
+            c.set(key, token, 'PX', ttlMs, 'NX').catch(() => null),
+          ),
+        );
+        const votes = replies.filter((r) => r === 'OK').length;
+        const drift = Math.round(ttlMs * 0.01) + 2;
+        if (votes >= quorum && startedAt + ttlMs - drift > Date.now()) {
+          return {
+            release: async () => {
+              await releaseAll(key, token);
+            },
+          };
         }
-      },
-      close: () => quitAll(clients),
-    };
-  },
+        if (votes > 0) await releaseAll(key, token);
+        if (signal?.aborted) throw aborted(signal);
+        await sleep(1);
+      }
+    },
+    close: () => quitAll(clients),
+  };
+}
+
+/** `raw`: {@link rawLockOn} one server; `raw-quorum`: {@link rawQuorumOn} every URL. */
+export const openers: ContenderModule['openers'] = {
+  raw: async ({ urls }) => rawLockOn(await connectIoredis(urls[0])),
+  'raw-quorum': ({ urls }) => rawQuorumOn(urls),
 };

@@ -26,6 +26,21 @@ export interface ContenderContext {
   readonly urls: readonly string[];
 }
 
+/** Opens one instance of a contender. */
+export type OpenContender = (
+  context: ContenderContext,
+) => Promise<ContenderInstance>;
+
+/** What a contender module exports: the openers of its contenders, by id. */
+export interface ContenderModule {
+  readonly openers: Readonly<Record<string, OpenContender>>;
+}
+
+/**
+ * A contender as the registry describes it. Its code is in a module of its
+ * own, imported only when a process opens it: a worker that runs the raw
+ * baseline never loads Nest, reflect-metadata or the library.
+ */
 export interface Contender {
   /** Stable id, used on the command line of workers and in the JSON. */
   readonly id: string;
@@ -34,11 +49,14 @@ export interface Contender {
   /** Package and version, e.g. `redlock 4.2.0 on ioredis 4.31.0`. */
   readonly detail: string;
   readonly kind: 'baseline' | 'ours' | 'peer';
-  /**
-   * The package it runs. Contenders of one library share worker processes
-   * with no other library (but the raw baseline beside them in A and B): see
-   * bench-worker.ts.
-   */
+  /** The package it runs (for the report; every contender has worker processes of its own). */
   readonly library: string;
-  create(context: ContenderContext): Promise<ContenderInstance>;
+  /**
+   * Another contender whose cost this one adds to (the fenced cycle: the
+   * unfenced one): A and B run the two in the same turns and report the
+   * ratio between them.
+   */
+  readonly comparedWith?: string;
+  /** Imports the module that implements it. */
+  readonly load: () => Promise<ContenderModule>;
 }

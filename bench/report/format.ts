@@ -1,4 +1,5 @@
 /** Number formatting for the report: fixed, locale-free, with placeholders for missing data. */
+import type { RatioInterval } from '../stats.js';
 
 const dash = '–';
 
@@ -18,6 +19,18 @@ export function ms(value: number): string {
 export function ratio(value: number): string {
   if (!Number.isFinite(value)) return Number.isNaN(value) ? dash : '∞';
   return `${value.toFixed(2)}x`;
+}
+
+/**
+ * A ratio's interval, `lower..upper` (see RatioInterval); below 5
+ * repetitions the smallest and largest ratio, said so.
+ */
+export function bounds(interval: RatioInterval | undefined): string {
+  if (!interval || interval.n === 0) return dash;
+  const range = `${ratio(interval.lower)}..${ratio(interval.upper)}`;
+  return interval.tooFew
+    ? `${range} (min..max: too few repetitions, ${interval.n})`
+    : range;
 }
 
 export function num(value: number, digits = 2): string {

@@ -1,4 +1,7 @@
-import type { ContentionResult } from '../scenarios/c-contention.js';
+import type {
+  ContentionResult,
+  ContentionRow,
+} from '../scenarios/c-contention.js';
 import { ms, num } from './format.js';
 
 const colors = {
@@ -19,10 +22,16 @@ function esc(text: string): string {
     .replaceAll('"', '&quot;');
 }
 
+/** A row's bar: its ratio to the raw FIFO hand-off, or to the raw lock in runs from before it. */
+function barRatio(row: ContentionRow, toFifo: boolean): number {
+  return toFifo ? (row.ratioToFifo?.median ?? Number.NaN) : row.ratio;
+}
+
 /**
  * C as a hand-written SVG: one panel per variant, one bar per contender for
- * its acquisitions/s relative to the raw baseline (dashed line at 1x), with
- * fairness, starved contenders, longest wait and hand-off p50 beside it.
+ * its acquisitions/s relative to the raw FIFO hand-off (dashed line at 1x;
+ * the polling raw lock in runs from before it), with fairness, starved
+ * contenders, longest wait and hand-off p50 beside it.
  */
 export function renderContentionSvg(
   c: ContentionResult,
@@ -36,8 +45,12 @@ export function renderContentionSvg(
   const panelHead = 34;
   const panelGap = 18;
   const top = 64;
+  const toFifo = c.variants.some((v) =>
+    v.rows.some((r) => r.ratioToFifo !== undefined),
+  );
+  const yardstick = toFifo ? 'raw FIFO' : 'raw';
   const ratios = c.variants.flatMap((v) =>
-    v.rows.map((r) => r.ratio).filter(Number.isFinite),
+    v.rows.map((r) => barRatio(r, toFifo)).filter(Number.isFinite),
   );
   const maxRatio = Math.max(1.5, Math.ceil(Math.max(1, ...ratios) * 2) / 2);
   const x = (ratio: number) => labelW + (Math.max(0, ratio) / maxRatio) * barW;
@@ -70,13 +83,14 @@ export function renderContentionSvg(
         );
         continue;
       }
-      const w = Math.max(1, x(row.ratio) - labelW);
+      const value = barRatio(row, toFifo);
+      const w = Math.max(1, x(Number.isFinite(value) ? value : 0) - labelW);
       parts.push(
-        `<rect x="${labelW}" y="${ry + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" fill="${colors[kind]}" rx="2"><title>${esc(`${row.label}: ${Math.round(row.acquisitionsPerSec)} acquisitions/s (${num(row.ratio)}x raw)`)}</title></rect>`,
+        `<rect x="${labelW}" y="${ry + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" fill="${colors[kind]}" rx="2"><title>${esc(`${row.label}: ${Math.round(row.acquisitionsPerSec)} acquisitions/s (${num(value)}x ${yardstick})`)}</title></rect>`,
       );
       const starved = row.worstStarved > 0;
       const note =
-        `${num(row.ratio)}x · fairness ${num(row.fairness)} · ` +
+        `${num(value)}x · fairness ${num(row.fairness)} · ` +
         `hand-off p50 ${ms(row.handoffP50)} ms · worst window: starved ${num(row.worstStarved, 0)}, longest wait ${ms(row.worstLongestWaitMs)} ms`;
       parts.push(
         `<text x="${labelW + barW + 14}" y="${ry + 14}" font-size="11" fill="${starved ? colors.starved : colors.muted}">${esc(note)}</text>`,
@@ -87,7 +101,7 @@ export function renderContentionSvg(
   const height = y + 40;
   const legend = [
     ['ours', 'this library'],
-    ['baseline', 'raw ioredis baseline'],
+    ['baseline', 'raw ioredis baselines'],
     ['peer', 'peers'],
   ] as const;
   const legendParts = legend.map(
@@ -101,7 +115,7 @@ export function renderContentionSvg(
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif">`,
     `<rect width="100%" height="100%" fill="#ffffff"/>`,
-    `<text x="12" y="24" font-size="18" font-weight="bold" fill="${colors.text}">C: one key, ${c.contenders} contenders: acquisitions/s relative to the raw baseline</text>`,
+    `<text x="12" y="24" font-size="18" font-weight="bold" fill="${colors.text}">C: one key, ${c.contenders} contenders: acquisitions/s relative to the ${yardstick} ${toFifo ? 'hand-off' : 'baseline'}</text>`,
     `<text x="12" y="44" font-size="12" fill="${colors.muted}">${esc(subtitle)}</text>`,
     ...parts,
     ...legendParts,

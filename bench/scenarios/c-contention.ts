@@ -1,6 +1,12 @@
 import { nowMs } from '../clock.js';
 import { contender, contentionIds } from '../contenders/index.js';
-import { max, median, pairedRatio } from '../stats.js';
+import {
+  max,
+  median,
+  medianInterval,
+  perRepetitionRatios,
+  type RatioInterval,
+} from '../stats.js';
 import { WorkerPool } from '../workers/pool.js';
 import type { ContentionEvents, ContentionSpec } from './contention-core.js';
 import {
@@ -27,12 +33,17 @@ export interface ContentionRow {
   readonly error?: string;
   /** Medians over the repetitions (worst where named so). */
   readonly acquisitionsPerSec: number;
+  /** acquisitions/s over the polling raw lock's: the median of the per-repetition ratios. */
   readonly ratio: number;
+  /** acquisitions/s over the raw FIFO hand-off's, per repetition: median and interval (absent in runs from before it). */
+  readonly ratioToFifo?: RatioInterval;
   readonly handoffP50: number;
   readonly handoffP99: number;
   readonly longestWaitMs: number;
   readonly worstLongestWaitMs: number;
   readonly fairness: number;
+  /** Fairness of the least fair window (absent in runs from before). */
+  readonly worstFairness?: number;
   readonly starved: number;
   readonly worstStarved: number;
   readonly selfHandoffShare: number;
@@ -48,8 +59,10 @@ export interface ContentionResult {
   readonly contenders: number;
   readonly reps: number;
   readonly windowMs: number;
-  /** Each contender ran in worker processes of its own (absent in runs from before). */
+  /** Each library ran in worker processes of its own (absent in runs from before). */
   readonly ownProcesses?: boolean;
+  /** Each contender ran in worker processes of its own (absent in runs from before). */
+  readonly processesPerContender?: boolean;
   readonly variants: ContentionVariantResult[];
 }
 
@@ -78,9 +91,49 @@ export function plannedContention(ctx: BenchContext, count: number): number {
 }
 
 /**
+ * An unmeasured window of `jitWarmupMs` on every process of `id`'s pool,
+ * spread as in the multi-process variants, so that V8 has optimised the
+ * contender's code before its first measured window.
+ */
+async function warmUp(
+  ctx: BenchContext,
+  id: string,
+  pool: WorkerPool,
+): Promise<void> {
+  const { jitWarmupMs: windowMs, ttlMs } = ctx.config;
+  if (windowMs <= 0) return;
+  const { contenders, drainMs } = ctx.config.contention;
+  const per = contenders / pool.size;
+  ctx.progress.show(`C: warming up ${id}`);
+  await pool.open(id, [ctx.server.url]);
+  try {
+    const startAt = nowMs() + 100;
+    await withTimeout(
+      pool.run(
+        Array.from({ length: pool.size }, (_, w) => ({
+          key: `bench:C:warm-up:${id}`,
+          who: Array.from({ length: per }, (_slot, i) => w * per + i),
+          holdMs: 0,
+          startAt,
+          windowMs,
+          ttlMs,
+          drainMs,
+        })),
+      ),
+      windowMs + drainMs + 30_000,
+      `warming up ${id}`,
+    );
+  } finally {
+    await pool.close();
+  }
+}
+
+/**
  * C: one key, 16 contenders, in one process and spread over worker processes,
  * with a zero and a 1 ms hold. Each window starts every loop at the same
- * moment of the shared clock.
+ * moment of the shared clock. Ratios are per repetition, to the raw FIFO
+ * hand-off (the yardstick) and to the polling raw lock, each of whose windows
+ * ran in the same repetition.
  */
 export async function runContentionScenario(
   ctx: BenchContext,
@@ -89,15 +142,12 @@ export async function runContentionScenario(
   const { reps, windowMs, contenders, processes, drainMs } =
     ctx.config.contention;
   const variants = contentionVariants(ctx);
-  // Every library has worker processes of its own (see bench-worker.ts), all
-  // started before the first window; the one-process variants run in the
-  // first of them.
-  const pools = new Map<string, WorkerPool>();
-  for (const id of ids) {
-    const library = contender(id).library;
-    if (!pools.has(library)) pools.set(library, new WorkerPool(processes));
-  }
-  const windows = new Map<string, ContentionFigures[]>();
+  // Every contender has worker processes of its own (see bench-worker.ts),
+  // all started before the first window; the one-process variants run in
+  // the first of them.
+  const pools = new Map(ids.map((id) => [id, new WorkerPool(processes)]));
+  /** Each variant's and contender's windows, by repetition. */
+  const windows = new Map<string, Map<number, ContentionFigures>>();
   const errors = new Map<string, string>();
   try {
     await withTimeout(
@@ -105,6 +155,15 @@ export async function runContentionScenario(
       180_000,
       'starting the contention workers',
     );
+    for (const id of ids) {
+      try {
+        await warmUp(ctx, id, pools.get(id)!);
+      } catch (error) {
+        ctx.progress.log(`C: warming up ${id} failed: ${errorText(error)}`);
+      } finally {
+        await ctx.admin.flushall();
+      }
+    }
     for (let rep = 0; rep < reps; rep++) {
       for (const [v, variant] of variants.entries()) {
         for (const id of rotation(ids, rep)) {
@@ -123,7 +182,7 @@ export async function runContentionScenario(
             ttlMs: ctx.config.ttlMs,
             drainMs,
           });
-          const pool = pools.get(contender(id).library)!;
+          const pool = pools.get(id)!;
           try {
             const per = contenders / variant.processes;
             await pool.open(id, [ctx.server.url], variant.processes);
@@ -148,8 +207,8 @@ export async function runContentionScenario(
               startAt,
               windowMs,
             );
-            if (!windows.has(at)) windows.set(at, []);
-            windows.get(at)!.push(figures);
+            if (!windows.has(at)) windows.set(at, new Map());
+            windows.get(at)!.set(rep, figures);
           } catch (error) {
             errors.set(at, errorText(error));
             ctx.progress.log(
@@ -164,44 +223,49 @@ export async function runContentionScenario(
     await Promise.all([...pools.values()].map((pool) => pool.stop()));
   }
 
+  const rate = (v: number, id: string) =>
+    new Map(
+      [...(windows.get(slot(v, id)) ?? [])].map(
+        ([rep, f]) => [rep, f.acquisitionsPerSec] as const,
+      ),
+    );
   return {
     contenders,
     reps,
     windowMs,
     ownProcesses: true,
-    variants: variants.map((variant, v) => {
-      const base = (windows.get(slot(v, 'raw')) ?? []).map(
-        (w) => w.acquisitionsPerSec,
-      );
-      return {
-        ...variant,
-        rows: ids.map((id): ContentionRow => {
-          const w = windows.get(slot(v, id)) ?? [];
-          const m = (pick: (f: ContentionFigures) => number) =>
-            median(w.map(pick));
-          return {
-            id,
-            label: contender(id).label,
-            windows: w,
-            error: errors.get(slot(v, id)),
-            acquisitionsPerSec: m((f) => f.acquisitionsPerSec),
-            ratio: pairedRatio(
-              w.map((f) => f.acquisitionsPerSec),
-              base,
-            ),
-            handoffP50: m((f) => f.handoffP50),
-            handoffP99: m((f) => f.handoffP99),
-            longestWaitMs: m((f) => f.longestWaitMs),
-            worstLongestWaitMs: max(w.map((f) => f.longestWaitMs)),
-            fairness: m((f) => f.fairness),
-            starved: m((f) => f.starved),
-            worstStarved: max(w.map((f) => f.starved)),
-            selfHandoffShare: m((f) => f.selfHandoffShare),
-            overlaps: w.reduce((sum, f) => sum + f.overlaps, 0),
-            failures: w.reduce((sum, f) => sum + f.failures, 0),
-          };
-        }),
-      };
-    }),
+    processesPerContender: true,
+    variants: variants.map((variant, v) => ({
+      ...variant,
+      rows: ids.map((id): ContentionRow => {
+        const w = [...(windows.get(slot(v, id))?.values() ?? [])];
+        const m = (pick: (f: ContentionFigures) => number) =>
+          median(w.map(pick));
+        const toRaw = perRepetitionRatios(rate(v, id), rate(v, 'raw'));
+        const toFifo = perRepetitionRatios(rate(v, id), rate(v, 'raw-fifo'));
+        return {
+          id,
+          label: contender(id).label,
+          windows: w,
+          error: errors.get(slot(v, id)),
+          acquisitionsPerSec: m((f) => f.acquisitionsPerSec),
+          ratio: median(toRaw),
+          ratioToFifo: ids.includes('raw-fifo')
+            ? medianInterval(toFifo)
+            : undefined,
+          handoffP50: m((f) => f.handoffP50),
+          handoffP99: m((f) => f.handoffP99),
+          longestWaitMs: m((f) => f.longestWaitMs),
+          worstLongestWaitMs: max(w.map((f) => f.longestWaitMs)),
+          fairness: m((f) => f.fairness),
+          worstFairness: max(w.map((f) => f.fairness)),
+          starved: m((f) => f.starved),
+          worstStarved: max(w.map((f) => f.starved)),
+          selfHandoffShare: m((f) => f.selfHandoffShare),
+          overlaps: w.reduce((sum, f) => sum + f.overlaps, 0),
+          failures: w.reduce((sum, f) => sum + f.failures, 0),
+        };
+      }),
+    })),
   };
 }

@@ -1,20 +1,38 @@
-import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { connectIoredis, quitAll } from '../contenders/clients.js';
 import { contender, quorumIds } from '../contenders/index.js';
-import { median, summarize, type LatencySummary } from '../stats.js';
+import {
+  median,
+  medianInterval,
+  type LatencySummary,
+  type RatioInterval,
+} from '../stats.js';
+import { NamedWorkers } from '../workers/pool.js';
+import { runInTurns } from '../workers/turns.js';
 import { errorText, rotation, type BenchContext } from './context.js';
+
+/** The raw quorum baseline every other contender of D takes turns with. */
+const baselineId = 'raw-quorum';
+
+export interface QuorumSlice {
+  readonly cyclesPerSec: number;
+  readonly cycle: LatencySummary;
+  /** The raw quorum baseline's cycle p50 over the turns it took beside this slice. */
+  readonly baselineCycleP50?: number;
+}
 
 export interface QuorumRow {
   readonly id: string;
   readonly label: string;
-  readonly slices: { cyclesPerSec: number; cycle: LatencySummary }[];
+  readonly slices: QuorumSlice[];
   readonly error?: string;
   readonly cyclesPerSec: number;
   readonly cycleP50: number;
   readonly cycleP99: number;
-  /** Cycle p50 over the raw quorum baseline's. */
+  /** Cycle p50 over the raw quorum baseline's: the median of the per-repetition ratios. */
   readonly p50Ratio: number;
+  /** Those ratios' median with its interval (absent in runs from before the turns). */
+  readonly p50RatioInterval?: RatioInterval;
 }
 
 export interface QuorumSize {
@@ -25,104 +43,127 @@ export interface QuorumSize {
 export interface QuorumResult {
   readonly reps: number;
   readonly sliceMs: number;
+  /** Length of a turn beside the baseline (absent in runs from before the turns). */
+  readonly switchMs?: number;
   readonly sizes: QuorumSize[];
 }
 
 export function plannedQuorum(ctx: BenchContext, count: number): number {
-  return ctx.config.quorum.reps * ctx.config.quorum.sizes.length * count;
+  return (
+    ctx.config.quorum.reps *
+    ctx.config.quorum.sizes.length *
+    Math.max(1, count - 1)
+  );
 }
 
 /**
  * D: uncontended sequential cycles over 3 and 5 private servers, each peer in
- * its Redlock (quorum) mode, against the raw quorum baseline.
+ * its Redlock (quorum) mode, against the raw quorum baseline: as in A, each
+ * contender takes turns of `switchMs` with the baseline, each in a worker
+ * process of its own.
  */
 export async function runQuorum(
   ctx: BenchContext,
   ids: readonly string[] = quorumIds,
 ): Promise<QuorumResult> {
-  const { reps, warmupMs, sliceMs, sizes } = ctx.config.quorum;
+  const { reps, warmupMs, sliceMs, switchMs, sizes } = ctx.config.quorum;
   const servers = await ctx.startServers(Math.max(...sizes));
   const admins: Redis[] = await Promise.all(
     servers.map((s) => connectIoredis(s.url)),
   );
+  const workers = new NamedWorkers();
+  const others = ids.filter((id) => id !== baselineId);
+  const withBaseline = ids.includes(baselineId);
+  for (const id of ids) workers.for(id);
   const results: QuorumSize[] = [];
   try {
     for (const nodes of sizes) {
       const urls = servers.slice(0, nodes).map((s) => s.url);
-      const slices = new Map<string, QuorumRow['slices']>(
-        ids.map((id) => [id, []]),
-      );
+      const slices = new Map<string, QuorumSlice[]>(ids.map((id) => [id, []]));
       const errors = new Map<string, string>();
       for (let rep = 0; rep < reps; rep++) {
-        for (const id of rotation(ids, rep)) {
-          ctx.progress.step(
-            `D: ${nodes} nodes: ${id} (rep ${rep + 1}/${reps})`,
+        const order = others.length > 0 ? rotation(others, rep) : ids;
+        for (const [index, id] of order.entries()) {
+          const group = rotation(
+            withBaseline && id !== baselineId ? [baselineId, id] : [id],
+            rep + index,
           );
-          if (errors.has(id)) continue;
-          try {
-            slices
-              .get(id)!
-              .push(await quorumSlice(ctx, id, urls, rep, warmupMs, sliceMs));
-          } catch (error) {
-            errors.set(id, errorText(error));
-            ctx.progress.log(`D: ${id} failed: ${errorText(error)}`);
-          }
+          ctx.progress.step(
+            `D: ${nodes} nodes: ${group.join(' | ')} (rep ${rep + 1}/${reps})`,
+          );
+          if (group.some((each) => errors.has(each))) continue;
+          const outcome = await runInTurns(
+            group.map((each) => ({
+              id: each,
+              worker: workers.for(each),
+              jitWarmupMs: workers.firstUse(each) ? ctx.config.jitWarmupMs : 0,
+              open: { type: 'open', contenderId: each, urls },
+            })),
+            {
+              prefix: `bench:D:${nodes}:${rep}`,
+              loops: 1,
+              ttlMs: ctx.config.ttlMs,
+              warmupMs,
+              sliceMs,
+              switchMs,
+            },
+          ).catch((error: unknown) => ({
+            failed: { id, error: errorText(error) },
+          }));
           await Promise.all(admins.map((a) => a.flushall()));
+          if ('failed' in outcome) {
+            errors.set(outcome.failed.id, outcome.failed.error);
+            ctx.progress.log(
+              `D: ${outcome.failed.id} failed: ${outcome.failed.error}`,
+            );
+            await workers.discard(outcome.failed.id);
+            continue;
+          }
+          const base = outcome.slices[baselineId];
+          const own = outcome.slices[id];
+          if (base) slices.get(baselineId)?.push(base);
+          if (own && id !== baselineId) {
+            slices.get(id)?.push({
+              cyclesPerSec: own.cyclesPerSec,
+              cycle: own.cycle,
+              baselineCycleP50: base?.cycle.p50,
+            });
+          }
         }
       }
-      const baseP50 = (slices.get('raw-quorum') ?? []).map((s) => s.cycle.p50);
       results.push({
         nodes,
-        rows: ids.map((id) => {
-          const s = slices.get(id)!;
-          return {
-            id,
-            label: contender(id).label,
-            slices: s,
-            error: errors.get(id),
-            cyclesPerSec: median(s.map((x) => x.cyclesPerSec)),
-            cycleP50: median(s.map((x) => x.cycle.p50)),
-            cycleP99: median(s.map((x) => x.cycle.p99)),
-            // Latency: the ratio of the medians, as everywhere in the report.
-            p50Ratio: median(s.map((x) => x.cycle.p50)) / median(baseP50),
-          };
-        }),
+        rows: ids.map((id) => quorumRow(id, slices.get(id)!, errors.get(id))),
       });
     }
   } finally {
+    await workers.stop();
     await quitAll(admins);
   }
-  return { reps, sliceMs, sizes: results };
+  return { reps, sliceMs, switchMs, sizes: results };
 }
 
-async function quorumSlice(
-  ctx: BenchContext,
+function quorumRow(
   id: string,
-  urls: string[],
-  rep: number,
-  warmupMs: number,
-  sliceMs: number,
-) {
-  const instance = await contender(id).create({ urls });
-  try {
-    const cycle: number[] = [];
-    const warmEnd = performance.now() + warmupMs;
-    const end = warmEnd + sliceMs;
-    for (let n = 0; ; n++) {
-      const t0 = performance.now();
-      if (t0 >= end) break;
-      const held = await instance.acquire(`bench:D:${id}:${rep}:${n % 1000}`, {
-        ttlMs: ctx.config.ttlMs,
-      });
-      await held.release();
-      const t1 = performance.now();
-      if (t1 >= warmEnd && t1 < end) cycle.push(t1 - t0);
-    }
-    return {
-      cyclesPerSec: (cycle.length * 1000) / sliceMs,
-      cycle: summarize(cycle),
-    };
-  } finally {
-    await instance.close();
-  }
+  slices: QuorumSlice[],
+  error: string | undefined,
+): QuorumRow {
+  const p50Ratios =
+    id === baselineId
+      ? slices.map(() => 1)
+      : slices
+          .filter((s) => s.baselineCycleP50 !== undefined)
+          .map((s) => s.cycle.p50 / s.baselineCycleP50!);
+  const p50RatioInterval = medianInterval(p50Ratios);
+  return {
+    id,
+    label: contender(id).label,
+    slices,
+    error,
+    cyclesPerSec: median(slices.map((x) => x.cyclesPerSec)),
+    cycleP50: median(slices.map((x) => x.cycle.p50)),
+    cycleP99: median(slices.map((x) => x.cycle.p99)),
+    p50Ratio: p50RatioInterval.median,
+    p50RatioInterval,
+  };
 }

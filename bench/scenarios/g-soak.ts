@@ -14,6 +14,8 @@ export interface SoakSnapshot {
   readonly listeners: number;
   /** process.getActiveResourcesInfo(), by kind. */
   readonly resources: Record<string, number>;
+  /** Every active resource other than timers: sockets, servers, pipes (absent in runs from before). */
+  readonly handles?: number;
   readonly timers: number;
   /** Redis connections other than the benchmark's admin connection. */
   readonly redisConnections: number;
@@ -106,6 +108,9 @@ export async function runSoak(ctx: BenchContext): Promise<SoakResult> {
       rssBytes: memory.rss,
       listeners,
       resources,
+      handles: Object.entries(resources)
+        .filter(([kind]) => kind !== 'Timeout')
+        .reduce((sum, [, n]) => sum + n, 0),
       timers: resources.Timeout ?? 0,
       redisConnections,
       redisSubscriptions,
@@ -163,15 +168,16 @@ export async function runSoak(ctx: BenchContext): Promise<SoakResult> {
         snapshots.map((s) => s.heapUsedBytes),
       ) * 100_000;
     if (heapGrowthBytes > heapToleranceBytes) grew.push('heap');
-    const counted: (keyof SoakSnapshot)[] = [
+    const counted = [
       'listeners',
+      'handles',
       'timers',
       'redisConnections',
       'redisSubscriptions',
       'redisKeys',
-    ];
+    ] as const;
     for (const name of counted) {
-      if ((last[name] as number) > (first[name] as number)) grew.push(name);
+      if ((last[name] ?? 0) > (first[name] ?? 0)) grew.push(name);
     }
     for (const [name, size] of Object.entries(last.internals)) {
       if (size > (first.internals[name] ?? 0)) grew.push(`internal ${name}`);

@@ -3,24 +3,18 @@ import { startRedisCluster } from '../../test/support/redis-cluster.js';
 import { startSentinelGroup } from '../../test/support/redis-sentinel.js';
 import { connectIoredis, quitAll } from '../contenders/clients.js';
 import type { Deployment, DeploymentSide } from '../contenders/deployments.js';
-import { extent, median } from '../stats.js';
-import { BenchWorker } from '../workers/pool.js';
 import {
-  errorText,
-  rotation,
-  withTimeout,
-  type BenchContext,
-} from './context.js';
-import type { TurnsSpec } from './side-by-side.js';
+  extent,
+  median,
+  medianInterval,
+  type RatioInterval,
+} from '../stats.js';
+import { NamedWorkers } from '../workers/pool.js';
+import { runInTurns } from '../workers/turns.js';
+import { errorText, rotation, type BenchContext } from './context.js';
 import type { UncontendedSlice } from './uncontended.js';
 
 export type DeploymentId = 'single' | 'sentinel' | 'cluster' | 'quorum';
-
-/** One repetition of H on one deployment, as the worker process runs it. */
-export interface DeploymentSliceSpec extends TurnsSpec {
-  readonly ids: readonly DeploymentSide[];
-  readonly deployment: Deployment;
-}
 
 /** One side's figures on a deployment: medians over the repetitions. */
 export interface DeploymentFigures {
@@ -42,6 +36,8 @@ export interface DeploymentRow {
   readonly raw: DeploymentFigures;
   /** Median over the repetitions of ours' cycles/s over raw's in the same slice. */
   readonly cyclesRatio: number;
+  /** Those ratios' median with its interval (absent in runs from before). */
+  readonly cyclesRatioInterval?: RatioInterval;
   /** Ratio of the medians (as for every latency in the report). */
   readonly p50Ratio: number;
   readonly p99Ratio: number;
@@ -56,6 +52,8 @@ export interface DeploymentsResult {
   readonly warmupMs: number;
   readonly sliceMs: number;
   readonly switchMs: number;
+  /** Ours and raw ran in worker processes of their own (absent in runs from before). */
+  readonly turnsAcrossProcesses?: boolean;
   readonly rows: DeploymentRow[];
 }
 
@@ -107,7 +105,8 @@ interface Running {
  * H: sequential uncontended cycles (acquire + release, one loop, rotating
  * over 1,000 keys) of our `LockService` at the module defaults on each
  * deployment, side by side with a raw lock on the same deployment: both open
- * at once in one worker process, taking turns of `switchMs` as in A. The
+ * at once, each in a worker process of its own (per deployment, the raw
+ * one without our module loaded), taking turns of `switchMs` as in A. The
  * deployments run at once, each repetition visits them in a rotated order,
  * and on each deployment the raw lock takes the first turn in every other
  * repetition.
@@ -116,7 +115,7 @@ export async function runDeployments(
   ctx: BenchContext,
 ): Promise<DeploymentsResult> {
   const { reps, warmupMs, sliceMs, switchMs } = ctx.config.deployments;
-  let worker = new BenchWorker();
+  const workers = new NamedWorkers();
   const stops: (() => Promise<void>)[] = [];
   const running = new Map<DeploymentId, Running>();
   const errors = new Map<DeploymentId, string>();
@@ -124,6 +123,9 @@ export async function runDeployments(
     DeploymentId,
     { ours: UncontendedSlice; raw: UncontendedSlice }[]
   >(deploymentInfo.map(({ id }) => [id, []]));
+  const sides: readonly DeploymentSide[] = ['raw', 'ours'];
+  for (const { id } of deploymentInfo)
+    for (const side of sides) workers.for(`${id}:${side}`);
   try {
     ctx.progress.step('H: starting Sentinel group, Cluster and 5 servers');
     await startAll(ctx, running, errors, stops);
@@ -138,57 +140,54 @@ export async function runDeployments(
         // Which side takes the first turn alternates from one repetition to
         // the next on each deployment (by its place in the list: the place
         // in the rotated order of an even number keeps its parity).
-        const ids: DeploymentSide[] =
-          (rep + index) % 2 === 0 ? ['raw', 'ours'] : ['ours', 'raw'];
+        const group = rotation(sides, rep + index);
         ctx.progress.step(
-          `H: ${id}: ${ids.join(' | ')} (rep ${rep + 1}/${reps})`,
+          `H: ${id}: ${group.join(' | ')} (rep ${rep + 1}/${reps})`,
         );
         const on = running.get(id);
         if (!on || errors.has(id)) continue;
-        const spec: DeploymentSliceSpec = {
-          ids,
-          deployment: on.deployment,
-          prefix: `bench:H:${rep}`,
-          loops: 1,
-          ttlMs: ctx.config.ttlMs,
-          warmupMs,
-          sliceMs,
-          switchMs,
-        };
-        const fail = (text: string) => {
+        const outcome = await runInTurns(
+          group.map((side) => ({
+            id: side,
+            worker: workers.for(`${id}:${side}`),
+            jitWarmupMs: workers.firstUse(`${id}:${side}`)
+              ? ctx.config.jitWarmupMs
+              : 0,
+            open: {
+              type: 'open-deployment',
+              side,
+              deployment: on.deployment,
+            },
+          })),
+          {
+            prefix: `bench:H:${rep}`,
+            loops: 1,
+            ttlMs: ctx.config.ttlMs,
+            warmupMs,
+            sliceMs,
+            switchMs,
+          },
+        ).catch((error: unknown) => ({
+          failed: { id: 'ours', error: errorText(error) },
+        }));
+        await Promise.all(
+          on.admins.map((admin) => admin.flushall().catch(() => undefined)),
+        );
+        if ('failed' in outcome) {
+          const text = `${outcome.failed.id}: ${outcome.failed.error}`;
           errors.set(id, text);
           ctx.progress.log(`H: ${id} failed: ${text}`);
-        };
-        try {
-          await worker.ready;
-          const reply = await withTimeout(
-            worker.request({ type: 'deployment', spec }),
-            2 * (warmupMs + sliceMs) + 60_000,
-            `H on ${id}`,
-          );
-          const outcome = reply.sideBySide!;
-          if ('failed' in outcome) {
-            fail(`${outcome.failed.id}: ${outcome.failed.error}`);
-          } else {
-            slices.get(id)!.push({
-              ours: outcome.slices.ours,
-              raw: outcome.slices.raw,
-            });
-          }
-        } catch (error) {
-          // The worker itself failed or hung: the next pair gets a new one.
-          fail(errorText(error));
-          await worker.stop();
-          worker = new BenchWorker();
-        } finally {
-          await Promise.all(
-            on.admins.map((admin) => admin.flushall().catch(() => undefined)),
-          );
+          await workers.discard(`${id}:${outcome.failed.id}`);
+        } else {
+          slices.get(id)!.push({
+            ours: outcome.slices.ours,
+            raw: outcome.slices.raw,
+          });
         }
       }
     }
   } finally {
-    await worker.stop();
+    await workers.stop();
     for (const { admins } of running.values()) await quitAll(admins);
     await Promise.all(stops.map((stop) => stop().catch(() => undefined)));
   }
@@ -197,6 +196,7 @@ export async function runDeployments(
     warmupMs,
     sliceMs,
     switchMs,
+    turnsAcrossProcesses: true,
     rows: deploymentInfo.map(({ id, label, option, rawDetail }) => {
       const pairs = slices.get(id)!;
       const figures = (side: DeploymentSide): DeploymentFigures => {
@@ -213,6 +213,7 @@ export async function runDeployments(
       const perRep = (pick: (x: UncontendedSlice) => number) =>
         pairs.map((pair) => pick(pair.ours) / pick(pair.raw));
       const cycles = perRep((x) => x.cyclesPerSec);
+      const cyclesRatioInterval = medianInterval(cycles);
       return {
         id,
         label,
@@ -221,7 +222,8 @@ export async function runDeployments(
         error: errors.get(id),
         ours,
         raw,
-        cyclesRatio: median(cycles),
+        cyclesRatio: cyclesRatioInterval.median,
+        cyclesRatioInterval,
         p50Ratio: ours.cycleP50 / raw.cycleP50,
         p99Ratio: ours.cycleP99 / raw.cycleP99,
         cyclesRatioRange: extent(cycles),

@@ -1,14 +1,13 @@
 import { createHook } from 'node:async_hooks';
-import { contender, uncontendedIds } from '../contenders/index.js';
-import { median, type LatencySummary } from '../stats.js';
-import { BenchWorker } from '../workers/pool.js';
 import {
-  errorText,
-  rotation,
-  withTimeout,
-  type BenchContext,
-} from './context.js';
-import type { SideBySideSpec } from './side-by-side.js';
+  contender,
+  openContender,
+  uncontendedIds,
+} from '../contenders/index.js';
+import { median, type LatencySummary } from '../stats.js';
+import type { NamedWorkers } from '../workers/pool.js';
+import { runInTurns } from '../workers/turns.js';
+import { errorText, rotation, type BenchContext } from './context.js';
 
 /** One slice of A or B for one contender. */
 export interface UncontendedSlice {
@@ -21,12 +20,16 @@ export interface UncontendedSlice {
   readonly nodeCpuUsPerCycle: number;
   /** cycles/s of the raw baseline over the turns it took beside this slice. */
   readonly baselineCyclesPerSec?: number;
+  /** cycles/s of the contender this one is compared with (Contender.comparedWith), in the same turns. */
+  readonly referenceCyclesPerSec?: number;
 }
 
 export interface UncontendedRow {
   readonly id: string;
   readonly label: string;
   readonly detail: string;
+  /** The contender it also took turns with, and is compared with. */
+  readonly comparedWith?: string;
   readonly slices: UncontendedSlice[];
   readonly error?: string;
   /** Medians over the repetitions. */
@@ -49,25 +52,44 @@ export interface UncontendedResult {
   readonly sliceMs: number;
   /** Length of a turn in a side-by-side slice (absent in runs from before turns). */
   readonly switchMs?: number;
+  /** The turns alternated between worker processes of each contender's own (absent in runs from before). */
+  readonly turnsAcrossProcesses?: boolean;
   readonly rows: UncontendedRow[];
 }
 
 /**
+ * The contenders that take turns with `id` in one repetition: the raw
+ * baseline, the contender `id` is compared with (if any, and known), and
+ * `id`; rotated by `shift`, so that which of them takes the first turn
+ * changes from one repetition to the next.
+ */
+function turnGroup(id: string, withRaw: boolean, shift: number): string[] {
+  const reference = contender(id).comparedWith;
+  const group = [
+    ...(withRaw && id !== 'raw' ? ['raw'] : []),
+    ...(reference ? [reference] : []),
+    id,
+  ];
+  return rotation(group, shift);
+}
+
+/**
  * A (one loop) and B (`loops` concurrent loops), each loop on its own keys,
- * no contention. Every repetition runs each contender once, side by side with
- * the raw baseline: both are open at once and take turns of `switchMs` over
- * `sliceMs` each (after `warmupMs` of unmeasured turns), so that the shared
- * machine's slow phases, which come and go within a second, reach both alike.
- * Each library's contenders run, with their raw partners, in a worker process
- * of their own: in one process for all, whichever library ran before would
- * leave V8's type feedback in the code they share (ioredis, Node's streams)
- * shaped by its calls, and slow down whoever calls it differently (JMH forks
- * a fresh JVM per benchmark for the same reason).
+ * no contention. Every repetition runs each contender once together with the
+ * raw baseline: each in a worker process of its own, both instances open at
+ * once, taking turns of `switchMs` over `sliceMs` each (after `warmupMs` of
+ * unmeasured turns; see runInTurns), so that the shared machine's slow
+ * phases, which come and go within a second, reach both alike. The fenced
+ * cycle also takes turns with the unfenced one it is compared with. Every
+ * contender has a process of its own, kept for A and B: the raw baseline's
+ * never loads Nest or the library, and one library's calls never shape V8's
+ * optimisation of the code another one uses too (JMH forks a fresh JVM per
+ * benchmark for the same reason).
  */
 export async function runUncontended(
   ctx: BenchContext,
   scenario: 'A' | 'B',
-  workers: UncontendedWorkers,
+  workers: NamedWorkers,
   ids: readonly string[] = uncontendedIds,
 ): Promise<UncontendedResult> {
   const { reps, warmupMs, sliceMs, switchMs, loopsB } = ctx.config.uncontended;
@@ -76,75 +98,61 @@ export async function runUncontended(
   const errors = new Map<string, string>();
   const others = ids.filter((id) => id !== 'raw');
   const withRaw = ids.includes('raw');
-  // Started all at once: they load while the first pairs run.
-  for (const id of others.length > 0 ? others : ids) workers.for(id);
-  const run = async (
-    id: string,
-    pair: readonly string[],
-    rep: number,
-  ): Promise<Record<string, UncontendedSlice>> => {
-    ctx.progress.step(
-      `${scenario}: ${pair.join(' | ')} (rep ${rep + 1}/${reps})`,
-    );
-    if (pair.some((each) => errors.has(each))) return {};
-    const spec: SideBySideSpec = {
-      ids: pair,
-      url: ctx.server.url,
-      prefix: `bench:${scenario}:${rep}`,
-      loops,
-      ttlMs: ctx.config.ttlMs,
-      warmupMs,
-      sliceMs,
-      switchMs,
-    };
-    const fail = (failed: string, text: string) => {
-      errors.set(failed, text);
-      ctx.progress.log(`${scenario}: ${failed} failed: ${text}`);
-      return {};
-    };
-    const worker = workers.for(id);
-    try {
-      await worker.ready;
-      const reply = await withTimeout(
-        worker.request({ type: 'side-by-side', spec }),
-        2 * (warmupMs + sliceMs) + 60_000,
-        `${scenario} side by side with ${id}`,
-      );
-      const outcome = reply.sideBySide!;
-      if ('failed' in outcome)
-        return fail(outcome.failed.id, outcome.failed.error);
-      return outcome.slices;
-    } catch (error) {
-      // The worker itself failed or hung: nothing more runs in it.
-      await workers.discard(id);
-      return fail(id, errorText(error));
-    } finally {
-      await ctx.admin.flushall();
-    }
-  };
+  /** Each contender of repetition `rep` with the group it takes turns in. */
+  const groups = (rep: number) =>
+    (others.length > 0 ? rotation(others, rep) : ids).map((id, index) => ({
+      id,
+      group: turnGroup(id, withRaw, rep + index),
+    }));
+  // Started all at once: they load while the first groups run.
+  for (const { group } of groups(0))
+    for (const each of group) workers.for(each);
   for (let rep = 0; rep < reps; rep++) {
-    for (const [index, id] of rotation(others, rep).entries()) {
-      // Which of the two takes the first turn alternates.
-      const pair = !withRaw
-        ? [id]
-        : (rep + index) % 2 === 0
-          ? ['raw', id]
-          : [id, 'raw'];
-      const measured = await run(id, pair, rep);
-      const own = measured[id];
-      const base = measured.raw;
-      if (base) slices.get('raw')!.push(base);
-      if (own) {
-        slices
-          .get(id)!
-          .push(
-            base ? { ...own, baselineCyclesPerSec: base.cyclesPerSec } : own,
-          );
+    for (const { id, group } of groups(rep)) {
+      ctx.progress.step(
+        `${scenario}: ${group.join(' | ')} (rep ${rep + 1}/${reps})`,
+      );
+      if (group.some((each) => errors.has(each))) continue;
+      const outcome = await runInTurns(
+        group.map((each) => ({
+          id: each,
+          worker: workers.for(each),
+          jitWarmupMs: workers.firstUse(each) ? ctx.config.jitWarmupMs : 0,
+          open: { type: 'open', contenderId: each, urls: [ctx.server.url] },
+        })),
+        {
+          prefix: `bench:${scenario}:${rep}`,
+          loops,
+          ttlMs: ctx.config.ttlMs,
+          warmupMs,
+          sliceMs,
+          switchMs,
+        },
+      ).catch((error: unknown) => ({
+        failed: { id, error: errorText(error) },
+      }));
+      await ctx.admin.flushall();
+      if ('failed' in outcome) {
+        const { id: failed, error } = outcome.failed;
+        errors.set(failed, error);
+        ctx.progress.log(`${scenario}: ${failed} failed: ${error}`);
+        // It may be stuck in a turn: nothing more runs in that process.
+        await workers.discard(failed);
+        continue;
       }
-    }
-    if (others.length === 0 && withRaw) {
-      const base = (await run('raw', ['raw'], rep)).raw;
-      if (base) slices.get('raw')!.push(base);
+      const base = outcome.slices.raw;
+      const own = outcome.slices[id];
+      const reference = contender(id).comparedWith;
+      if (base) slices.get('raw')?.push(base);
+      if (own && id !== 'raw') {
+        slices.get(id)?.push({
+          ...own,
+          baselineCyclesPerSec: base?.cyclesPerSec,
+          referenceCyclesPerSec: reference
+            ? outcome.slices[reference]?.cyclesPerSec
+            : undefined,
+        });
+      }
     }
   }
   const promises = new Map<string, number>();
@@ -169,6 +177,7 @@ export async function runUncontended(
     reps,
     sliceMs,
     switchMs: ctx.config.uncontended.switchMs,
+    turnsAcrossProcesses: true,
     rows: ids.map((id) => {
       const c = contender(id);
       const s = slices.get(id)!;
@@ -177,6 +186,7 @@ export async function runUncontended(
         id,
         label: c.label,
         detail: c.detail,
+        comparedWith: c.comparedWith,
         slices: s,
         error: errors.get(id),
         cyclesPerSec: m((x) => x.cyclesPerSec),
@@ -193,40 +203,6 @@ export async function runUncontended(
   };
 }
 
-/**
- * The worker processes of A and B: one per library (see Contender.library),
- * started when first needed and kept for both scenarios (a start costs about
- * a second of CPU). The raw baseline runs in each of them beside the
- * contender, or in one of its own when alone.
- */
-export class UncontendedWorkers {
-  private readonly workers = new Map<string, BenchWorker>();
-
-  /** The worker that runs contender `id`. */
-  for(id: string): BenchWorker {
-    const library = contender(id).library;
-    let worker = this.workers.get(library);
-    if (!worker) {
-      worker = new BenchWorker();
-      this.workers.set(library, worker);
-    }
-    return worker;
-  }
-
-  /** Stops the worker that runs `id`; the next {@link for} starts a new one. */
-  async discard(id: string): Promise<void> {
-    const library = contender(id).library;
-    const worker = this.workers.get(library);
-    this.workers.delete(library);
-    await worker?.stop();
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([...this.workers.values()].map((w) => w.stop()));
-    this.workers.clear();
-  }
-}
-
 /** Steps in one scenario: each contender beside the raw baseline, per repetition. */
 export function plannedUncontended(ctx: BenchContext, count: number): number {
   return ctx.config.uncontended.reps * Math.max(1, count - 1);
@@ -234,11 +210,13 @@ export function plannedUncontended(ctx: BenchContext, count: number): number {
 
 /**
  * Promises the process creates per uncontended cycle of `id`, counted by an
- * async hook over sequential cycles after a warm-up. Every one is work for
- * Node, and a hook call more while an AsyncLocalStorage is in use.
+ * async hook over sequential cycles after a warm-up, in the benchmark's own
+ * process (a count, not a timing). Every one is work for Node, and a hook
+ * call more where an AsyncLocalStorage is in use (the decorator's lock
+ * scope).
  */
 async function countPromises(ctx: BenchContext, id: string): Promise<number> {
-  const instance = await contender(id).create({ urls: [ctx.server.url] });
+  const instance = await openContender(id, { urls: [ctx.server.url] });
   const ttlMs = ctx.config.ttlMs;
   const cycle = async () => {
     const held = await instance.acquire('bench:B:promises', { ttlMs });

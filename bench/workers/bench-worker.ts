@@ -1,38 +1,60 @@
 /**
  * A benchmark worker process, driven over the IPC channel by a BenchWorker;
- * exits when the channel closes. Every worker serves the contenders of one
- * library (in A and B with the raw baseline beside them), so that no other
- * library's calls shape V8's optimisation of the code they share. In C it
- * opens a contender and runs its loops of a contention window when told,
- * reporting the events; in A and B it runs a contender's slices side by side
- * with the raw baseline, and in H ours and the raw lock on one deployment.
+ * exits when the channel closes. Each worker opens one contender at a time,
+ * always the same one (or one side of H's pair on one deployment), and
+ * imports only that contender's module when it first opens it: a worker of
+ * a raw baseline never loads Nest, reflect-metadata or the library, and
+ * nothing here enables an AsyncLocalStorage. In C it runs the loops of a
+ * contention window when told; in A, B, D and H it runs one turn of cycles
+ * at a time, while the parent lets the other side's worker wait.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
-import {
-  openOnDeployment,
-  type DeploymentSide,
-} from '../contenders/deployments.js';
-import { contender } from '../contenders/index.js';
+import { openOnDeployment } from '../contenders/deployments.js';
+import { contender, openContender } from '../contenders/index.js';
 import type { ContenderInstance } from '../contenders/types.js';
 import { runContention } from '../scenarios/contention-core.js';
 import { errorText } from '../scenarios/context.js';
-import { runInTurns, runSideBySide } from '../scenarios/side-by-side.js';
-import type { WorkerReply, WorkerRequest } from './protocol.js';
+import type { OpenRequest, WorkerReply, WorkerRequest } from './protocol.js';
+import { TurnRunner } from './turn-runner.js';
 
 let instance: ContenderInstance | undefined;
+let turns: TurnRunner | undefined;
 
 function reply(message: WorkerReply): void {
   process.send?.(message);
+}
+
+/**
+ * A baseline is only a baseline in a process without our code: Nest and the
+ * library load reflect-metadata, which defines Reflect.getMetadata.
+ */
+function assertBaselineProcessClean(request: OpenRequest): void {
+  const baseline =
+    request.type === 'open'
+      ? contender(request.contenderId).kind === 'baseline'
+      : request.side === 'raw';
+  const reflect = Reflect as unknown as { getMetadata?: unknown };
+  if (baseline && typeof reflect.getMetadata === 'function')
+    throw new Error('a raw baseline worker has reflect-metadata loaded');
+}
+
+async function open(request: OpenRequest): Promise<void> {
+  await instance?.close();
+  instance = undefined;
+  turns = undefined;
+  instance =
+    request.type === 'open'
+      ? await openContender(request.contenderId, { urls: request.urls })
+      : await openOnDeployment(request.side, request.deployment);
+  assertBaselineProcessClean(request);
+  turns = new TurnRunner(instance);
 }
 
 async function handle(request: WorkerRequest): Promise<void> {
   try {
     switch (request.type) {
       case 'open':
-        await instance?.close();
-        instance = await contender(request.contenderId).create({
-          urls: request.urls,
-        });
+      case 'open-deployment':
+        await open(request);
         reply({ id: request.id, ok: true });
         return;
       case 'run':
@@ -43,28 +65,23 @@ async function handle(request: WorkerRequest): Promise<void> {
           events: await runContention(instance, request.spec),
         });
         return;
-      case 'side-by-side':
+      case 'turn':
+        if (!turns) throw new Error('no contender open');
         reply({
           id: request.id,
           ok: true,
-          sideBySide: await runSideBySide(request.spec),
+          turn: await turns.turn(request.spec),
         });
         return;
-      case 'deployment': {
-        const { deployment } = request.spec;
-        reply({
-          id: request.id,
-          ok: true,
-          sideBySide: await runInTurns(request.spec, (side) =>
-            openOnDeployment(side as DeploymentSide, deployment),
-          ),
-        });
+      case 'turn-latencies':
+        if (!turns) throw new Error('no contender open');
+        reply({ id: request.id, ok: true, latencies: turns.latencies() });
         return;
-      }
       case 'close': {
-        const open = instance;
+        const opened = instance;
         instance = undefined;
-        await open?.close();
+        turns = undefined;
+        await opened?.close();
         reply({ id: request.id, ok: true });
         return;
       }
@@ -74,9 +91,6 @@ async function handle(request: WorkerRequest): Promise<void> {
   }
 }
 
-// As in the main process (see run.ts): every contender runs with the promise
-// hooks that @DistributedLock's AsyncLocalStorage brings on Node 20.
-new AsyncLocalStorage<object>().run({}, () => undefined);
 process.on('message', (message) => void handle(message as WorkerRequest));
 // Tells the parent that requests can come now.
 reply({ id: 0, ok: true });

@@ -89,7 +89,47 @@ export class BenchWorker {
   }
 }
 
-/** The worker processes of one library in C. */
+/**
+ * Long-lived worker processes by name (a contender's id, or a side of H on a
+ * deployment), started when first needed: a start costs a process and the
+ * loading of its contender's module.
+ */
+export class NamedWorkers {
+  private readonly workers = new Map<string, BenchWorker>();
+  private readonly used = new WeakSet<BenchWorker>();
+
+  /** The worker named `name`, started now if there is none. */
+  for(name: string): BenchWorker {
+    let worker = this.workers.get(name);
+    if (!worker) {
+      worker = new BenchWorker();
+      this.workers.set(name, worker);
+    }
+    return worker;
+  }
+
+  /** True the first time it is asked about the worker now named `name` (it warms up then). */
+  firstUse(name: string): boolean {
+    const worker = this.for(name);
+    if (this.used.has(worker)) return false;
+    this.used.add(worker);
+    return true;
+  }
+
+  /** Stops the worker named `name` (it failed or hung); the next {@link for} starts a new one. */
+  async discard(name: string): Promise<void> {
+    const worker = this.workers.get(name);
+    this.workers.delete(name);
+    await worker?.stop();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.workers.values()].map((w) => w.stop()));
+    this.workers.clear();
+  }
+}
+
+/** The worker processes of one contender in C. */
 export class WorkerPool {
   private readonly workers: BenchWorker[];
 

@@ -1,5 +1,61 @@
-import type { ContentionResult } from '../../scenarios/c-contention.js';
-import { int, ms, num, pct, ratio, table, withRatio } from '../format.js';
+import type {
+  ContentionResult,
+  ContentionVariantResult,
+} from '../../scenarios/c-contention.js';
+import {
+  bounds,
+  int,
+  ms,
+  num,
+  pct,
+  ratio,
+  table,
+  withRatio,
+} from '../format.js';
+
+/** One variant's table: ratios to the raw FIFO hand-off with their bounds, and to the polling raw lock. */
+export function contentionTable(variant: ContentionVariantResult): string {
+  const fifo = variant.rows.find((x) => x.id === 'raw-fifo');
+  const base = fifo ?? variant.rows.find((x) => x.id === 'raw');
+  const baseName = fifo ? 'raw FIFO' : 'raw';
+  return table(
+    [
+      'contender',
+      'acquisitions/s',
+      'x raw FIFO',
+      'lower..upper',
+      'x raw (polling)',
+      `hand-off p50 ms (x ${baseName})`,
+      `hand-off p99 ms (x ${baseName})`,
+      'longest wait ms (worst)',
+      'fairness (worst)',
+      'starved (worst)',
+      'self',
+      'gave up',
+      'overlaps',
+    ],
+    variant.rows.map((row) =>
+      row.error && row.windows.length === 0
+        ? [row.label, `failed: ${row.error}`, ...Array<string>(11).fill('')]
+        : [
+            row.label,
+            int(row.acquisitionsPerSec),
+            ratio(row.ratioToFifo?.median ?? Number.NaN),
+            bounds(row.ratioToFifo),
+            ratio(row.ratio),
+            withRatio(row.handoffP50, base?.handoffP50 ?? NaN, ms),
+            withRatio(row.handoffP99, base?.handoffP99 ?? NaN, ms),
+            `${ms(row.longestWaitMs)} (${ms(row.worstLongestWaitMs)})`,
+            `${num(row.fairness)} (${num(row.worstFairness ?? Number.NaN)})`,
+            `${num(row.starved, 0)} (${num(row.worstStarved, 0)})`,
+            pct(row.selfHandoffShare),
+            int(row.failures),
+            int(row.overlaps),
+          ],
+    ),
+    ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+  );
+}
 
 /** C: one key, many contenders; a table per variant, under the chart. */
 export function contentionSection(
@@ -7,50 +63,21 @@ export function contentionSection(
   chartFile: string,
 ): string[] {
   const out: string[] = [];
+  const processes = c.processesPerContender
+    ? 'Every contender runs in worker processes of its own (the one-process variants in the first of them), for the reasons given under Method; each'
+    : c.ownProcesses
+      ? 'The contenders of each library run in worker processes of their own (the one-process variants in the first of them); each'
+      : 'In the multi-process variants every';
   out.push(
     `## C. One key, ${c.contenders} contenders`,
     '',
-    `Each window runs ${c.windowMs} ms; ${c.reps} repetition(s) per variant. ${c.ownProcesses ? 'The contenders of each library run in worker processes of their own (the one-process variants in the first of them), for the reason given for A and B under Method; each' : 'In the multi-process variants every'} worker process has its own instance (its own connections) of the contender. "Fairness" is the most acquisitions of one contender over the fewest (∞ when one got none); "self" is the share of acquisitions that went to the contender that had just released.`,
+    `Each window runs ${c.windowMs} ms; ${c.reps} repetition(s) per variant. ${processes} worker process has its own instance (its own connections) of the contender. "x raw FIFO" is the median over the repetitions of the ratio to the raw FIFO hand-off's window in the same repetition, with its bounds (see Method); "x raw (polling)" the same to the polling raw lock. "Fairness" is the most acquisitions of one contender over the fewest (∞ when one got none); "self" is the share of acquisitions that went to the contender that had just released; "overlaps" counts acquisitions before the previous holder began releasing (must be 0).`,
     '',
     `![Contention chart](${chartFile})`,
     '',
   );
   for (const variant of c.variants) {
-    const base = variant.rows.find((x) => x.id === 'raw');
-    out.push(
-      `### ${variant.label}`,
-      '',
-      table(
-        [
-          'contender',
-          'acquisitions/s (x raw)',
-          'hand-off p50 ms',
-          'hand-off p99 ms',
-          'longest wait ms (worst)',
-          'fairness',
-          'starved (worst)',
-          'self',
-          'gave up',
-        ],
-        variant.rows.map((row) =>
-          row.error && row.windows.length === 0
-            ? [row.label, `failed: ${row.error}`, '', '', '', '', '', '', '']
-            : [
-                row.label,
-                `${int(row.acquisitionsPerSec)} (${ratio(row.ratio)})`,
-                withRatio(row.handoffP50, base?.handoffP50 ?? NaN, ms),
-                withRatio(row.handoffP99, base?.handoffP99 ?? NaN, ms),
-                `${ms(row.longestWaitMs)} (${ms(row.worstLongestWaitMs)})`,
-                num(row.fairness),
-                `${num(row.starved, 0)} (${num(row.worstStarved, 0)})`,
-                pct(row.selfHandoffShare),
-                int(row.failures),
-              ],
-        ),
-        ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
-      ),
-      '',
-    );
+    out.push(`### ${variant.label}`, '', contentionTable(variant), '');
     const overlapping = variant.rows.filter((row) => row.overlaps > 0);
     if (overlapping.length > 0) {
       out.push(

@@ -31,7 +31,7 @@ export function serverSection(e: ServerCeilingResult): string[] {
     out.push(
       '### Server time per verb',
       '',
-      `What each top-level command costs Redis itself, from \`SLOWLOG\` at threshold 0 over ${int(st.cycles)} uncontended cycles of each lock on warm keys (commands run inside a script are part of its figure). Ours takes a free key with the same bare \`SET NX PX\`; its release also checks the wait queue (a queue is served by a second script, not run here), and its fence script, run on every second cycle here, issues a fencing token to a holder that asks. The raw baseline has neither.`,
+      `What each top-level command costs Redis itself, from \`SLOWLOG\` at threshold 0 over ${int(st.cycles)} uncontended cycles of each lock on warm keys (commands run inside a script are part of its figure). Ours takes a free key with the same bare \`SET NX PX\`; its release also checks the wait queue (a queue is served by a second script, not run here). Every second cycle here asks for its fencing token with the grant (\`fence: true\`), which takes the key with the acquire script instead, issuing the token in the same step. The raw baseline has neither.`,
       '',
       table(
         ['command', 'calls', 'mean µs', 'p50 µs'],

@@ -1,12 +1,13 @@
 import type { BenchResults } from '../../results.js';
 import type { UncontendedResult } from '../../scenarios/uncontended.js';
-import { throughputRatio } from '../../stats.js';
-import { int, ms, num, ratio, table, withRatio } from '../format.js';
+import { referenceInterval, throughputInterval } from '../../stats.js';
+import { bounds, int, ms, num, ratio, table, withRatio } from '../format.js';
 
 /** ", in turns of N ms beside the raw baseline" for runs that took turns. */
 function turns(result: UncontendedResult): string {
-  return result.switchMs === undefined
-    ? ''
+  if (result.switchMs === undefined) return '';
+  return result.turnsAcrossProcesses
+    ? `, in turns of ${result.switchMs} ms with the raw baseline, each in its own process`
     : `, in turns of ${result.switchMs} ms beside the raw baseline`;
 }
 
@@ -24,7 +25,22 @@ function nodeSide(r: BenchResults): string {
     return '';
   const cpu = (row: typeof raw) =>
     ratio(row.nodeCpuUsPerCycle / raw.nodeCpuUsPerCycle);
-  return ` The rest is Node's work (B's last two columns): a cycle creates ${num(service.promisesPerCycle, 0)} promises through \`LockService\` and ${num(decorator.promisesPerCycle, 0)} through the decorator, against ${num(raw.promisesPerCycle, 0)} for the raw lock, and with an \`AsyncLocalStorage\` in use (see Method) each one calls a hook; the process's CPU time per B cycle was ${cpu(service)} and ${cpu(decorator)} of the raw lock's.`;
+  return ` The rest is Node's work (B's last two columns): a cycle creates ${num(service.promisesPerCycle, 0)} promises through \`LockService\` and ${num(decorator.promisesPerCycle, 0)} through the decorator, against ${num(raw.promisesPerCycle, 0)} for the raw lock, and in the decorator's process, where the library keeps its lock scope in an \`AsyncLocalStorage\`, each one also calls a hook (see Method); the process's CPU time per B cycle was ${cpu(service)} and ${cpu(decorator)} of the raw lock's.`;
+}
+
+/** A line for each row compared with another contender in the same turns (the fenced cycle). */
+export function comparedRows(result: UncontendedResult): string[] {
+  const lines: string[] = [];
+  for (const row of result.rows) {
+    const interval = referenceInterval(row);
+    const reference = result.rows.find((r) => r.id === row.comparedWith);
+    if (!interval || !reference) continue;
+    lines.push(
+      `"${row.label}" against "${reference.label}" in the same turns: ${ratio(interval.median)} (${bounds(interval)}).`,
+      '',
+    );
+  }
+  return lines;
 }
 
 function uncontendedSection(
@@ -36,13 +52,14 @@ function uncontendedSection(
   const b = (pick: (r: NonNullable<typeof base>) => number) =>
     base ? pick(base) : Number.NaN;
   const rows = result.rows.map((r) => {
+    const interval = throughputInterval(r, base);
     const rate = r.error
-      ? `failed: ${r.error}`
-      : `${int(r.cyclesPerSec)} (${ratio(throughputRatio(r, base))})`;
+      ? [`failed: ${r.error}`, '', '']
+      : [int(r.cyclesPerSec), ratio(interval.median), bounds(interval)];
     if (result.scenario === 'A') {
       return [
         r.label,
-        rate,
+        ...rate,
         withRatio(
           r.acquireP50,
           b((x) => x.acquireP50),
@@ -67,7 +84,7 @@ function uncontendedSection(
     }
     return [
       r.label,
-      rate,
+      ...rate,
       withRatio(
         r.cycleP50,
         b((x) => x.cycleP50),
@@ -90,7 +107,9 @@ function uncontendedSection(
     result.scenario === 'A'
       ? [
           'contender',
-          'cycles/s (x raw)',
+          'cycles/s',
+          'x raw',
+          'lower..upper',
           'acquire p50 ms',
           'acquire p99 ms',
           'release p50 ms',
@@ -98,7 +117,9 @@ function uncontendedSection(
         ]
       : [
           'contender',
-          'cycles/s (x raw)',
+          'cycles/s',
+          'x raw',
+          'lower..upper',
           'cycle p50 ms',
           'cycle p99 ms',
           'Node CPU µs/cycle',
@@ -109,8 +130,9 @@ function uncontendedSection(
     '',
     intro,
     '',
-    table(header, rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r']),
+    table(header, rows, ['l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r']),
     '',
+    ...comparedRows(result),
   ].join('\n');
 }
 
@@ -129,7 +151,7 @@ export function uncontendedSections(r: BenchResults): string[] {
   const serverTime = r.E?.serverTime;
   if ((r.A || r.B) && serverTime) {
     out.push(
-      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients.${nodeSide(r)} The row "ours: LockService + fence()" also asks for a fencing token in every hold, one more round trip and script (E), which the raw lock cannot offer at all.`,
+      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients.${nodeSide(r)} The row "ours: LockService, fence: true" also takes a fencing token in every hold: the acquisition is then a script (acquire.lua, E) instead of a bare \`SET\`, in the same round trip; the raw lock cannot offer a token at all.`,
       '',
     );
   }
