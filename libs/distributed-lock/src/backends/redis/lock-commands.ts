@@ -112,6 +112,7 @@ export class LockCommands {
       entry,
       Math.ceil(leaseMs),
       fence ? 1 : 0,
+      this.wakeTarget,
     );
   }
 
