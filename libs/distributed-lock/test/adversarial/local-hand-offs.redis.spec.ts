@@ -249,29 +249,32 @@ describe('local hand-offs (lock cohorting)', () => {
     expectNothingLeft(there.backend);
   });
 
-  it('passes in memory past localHandoffs while no waiter of another process queues: one command per hand-off', async () => {
+  it('when no more passes are allowed and nobody queues in Redis, the release itself serves a caller waiting here', async () => {
     const here = open({ localHandoffs: 1, localHandoffWindowMs: 60_000 });
-    const { holder, waiting } = await heldWithLocalWaiters(here, 'alone', 3);
-    const { sent, stop } = await recordClientCommands();
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'successor',
+      2,
+    );
     await holder.release();
-    let current = await waiting[0];
-    for (const next of waiting.slice(1)) {
-      await current.release();
-      current = await next;
-    }
+    // The one pass allowed, in memory.
+    const first = await waiting[0];
+    const { sent, stop } = await recordClientCommands();
+    await sleep(50);
+    await first.release();
+    const second = await waiting[1];
     await sleep(50);
     stop();
-    // Three passes, each one script call (EVAL after a NOSCRIPT, for a
-    // script this server has not run yet), and the lock still stored under
-    // the token it was first granted to (a release through the queue would
-    // have stored the new holder's): nobody was passed over, so the bound of
-    // one pass in a row never applied.
-    expect(sent.filter((command) => command.startsWith('eval'))).toHaveLength(
-      3,
-    );
-    expect(await fixture.redis.get('lock:{alone}')).toBe(holder.token);
-    expect(await current.release()).toBe(true);
-    await expectOnlyFenceLeft('alone');
+    // One script call: the release, which granted the lock to the waiter
+    // here, rather than a release and then an acquisition of its own.
+    expect(
+      sent
+        .filter((command) => command.startsWith('eval'))
+        .map((command) => command.split(' ')[0]),
+    ).toEqual(['evalsha']);
+    expect(await fixture.redis.get('lock:{successor}')).toBe(second.token);
+    expect(await second.release()).toBe(true);
+    await expectOnlyFenceLeft('successor');
     expectNothingLeft(here.backend);
   });
 

@@ -147,28 +147,21 @@ export class LocalPasses {
         'release',
         // Passed after we gave up on it: nobody here holds it now.
         (late) => {
-          if (Array.isArray(late)) this.c.releases.giveBack(key, hold.storedAs);
+          if (Number(late) !== 0) this.c.releases.giveBack(key, hold.storedAs);
         },
         (reply) => {
-          if (!Array.isArray(reply)) {
+          const passed = Number(reply);
+          if (passed === 0) {
             // Lost before it was passed on: its place in Redis's queue was kept.
             this.passLost(key, hold, next);
             return false;
-          }
-          const [given, passedOver] = reply as [number, number];
-          if (passedOver === 0) {
-            // Nobody of another process heads the queue: this pass went
-            // ahead of no one, and the bound starts again from the next one
-            // that does (which the answer to that pass will tell).
-            hold.passes = 0;
-            hold.passesInMemory = 0;
           }
           // Its entry left the queue with the pass.
           next.entry = undefined;
           hold.holder = next.token;
           hold.expiresAt = sentAt + leaseMs;
           // 1 when no fencing token was asked for; a token is far above it.
-          const fencingToken = given === 1 ? undefined : given;
+          const fencingToken = passed === 1 ? undefined : passed;
           if (isFresh(leaseDeadline(sentAt, leaseMs), leaseMs)) {
             next.confirming = false;
             this.takePass(key, hold, next, sentAt + leaseMs, fencingToken);

@@ -112,7 +112,6 @@ export class LockCommands {
       entry,
       Math.ceil(leaseMs),
       fence ? 1 : 0,
-      this.wakeTarget,
     );
   }
 

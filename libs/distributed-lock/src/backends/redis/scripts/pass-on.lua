@@ -2,20 +2,16 @@
 -- KEYS[4] fencing counter
 -- ARGV[1] token the lock is stored under, ARGV[2] the new holder's queue
 -- entry, ARGV[3] lease ms given to the new holder, ARGV[4] 1 to issue the
--- new holder's fencing token, else 0, ARGV[5] this process's wake target
+-- new holder's fencing token, else 0
 -- The holder passed the lock, in memory, to a waiter of its own process. The
 -- lock stays stored under the token it was granted with; only the waiter's
 -- entry leaves the queue and the lease becomes the new holder's.
 -- Nobody else can hand out that entry meanwhile: only a release frees the
 -- lock, and the process's own commands run in order on one connection.
 -- Returns 0 when the lock had been lost: the pass then gave nothing, and the
--- waiter keeps its place in the queue. Otherwise {given, passed_over}: given
--- is the new holder's fencing token when asked for (at least the server
--- clock in microseconds, so never 0 or 1), else 1; passed_over is 1 when a
--- waiter of another process heads the queue, which this pass went ahead of,
--- else 0 (nobody queues, or this process's own waiter comes first, whom the
--- process serves in its own order): such a pass does not count against the
--- pass-over bound. The new holder runs only after this answer. Running twice
+-- waiter keeps its place in the queue. Otherwise the new holder's fencing
+-- token when asked for (at least the server clock in microseconds, so never
+-- 0 or 1), else 1. The new holder runs only after this answer. Running twice
 -- changes nothing more than running once, but for issuing a second token,
 -- whose first answer nobody saw (as fence.lua does).
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
@@ -26,17 +22,10 @@ if redis.call('exists', KEYS[2]) == 0 then
   redis.call('del', KEYS[3])
 end
 redis.call('pexpire', KEYS[1], ARGV[3])
-
-local passed_over = 0
-local head = redis.call('lindex', KEYS[2], 0)
-local ours = '|' .. ARGV[5]
-if head and string.sub(head, -#ours) ~= ours then
-  passed_over = 1
-end
 if ARGV[4] ~= '1' then
-  return { 1, passed_over }
+  return 1
 end
 
 -- #include next-fence
 
-return { next_fence(KEYS[4]), passed_over }
+return next_fence(KEYS[4])
