@@ -1,5 +1,5 @@
 /**
- * Lock benchmark: `npm run bench` (full, about 18 minutes) or
+ * Lock benchmark: `npm run bench` (full, about 17 minutes) or
  * `npm run bench:smoke` (about a minute; keeps the harness working).
  *
  *   node --import @swc-node/register/esm-register bench/run.ts [--smoke] [--only A,C] [--out DIR]
