@@ -116,6 +116,12 @@ const all: readonly Contender[] = [
     'ours-service',
   ),
   oursContender(
+    'ours-service-uncoalesced',
+    'ours: LockService, coalesceWrites: false',
+    'module defaults but coalesceWrites: false (one socket write per command, as ioredis does)',
+    'ours-service',
+  ),
+  oursContender(
     'ours-decorator',
     'ours: @DistributedLock',
     "@DistributedLock('<0>') on a provider method, module defaults",
@@ -177,6 +183,7 @@ export const uncontendedIds = [
   'ours-service',
   'ours-service-lease',
   'ours-service-fenced',
+  'ours-service-uncoalesced',
   'ours-decorator',
   'redlock4',
   'redlock5',

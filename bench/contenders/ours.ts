@@ -125,6 +125,8 @@ export const openers: ContenderModule['openers'] = {
   'ours-service-lease': ({ urls }) => lockServiceOn({ redis: urls[0] }, true),
   'ours-service-fenced': ({ urls }) =>
     lockServiceOn({ redis: urls[0] }, false, true),
+  'ours-service-uncoalesced': ({ urls }) =>
+    lockServiceOn({ redis: urls[0], coalesceWrites: false }),
   // Explicit leases, as the Redlock peers use.
   'ours-quorum': ({ urls }) => lockServiceOn({ nodes: [...urls] }, true),
   'ours-decorator': openDecorator,
