@@ -93,12 +93,13 @@ export async function runQuorum(
           );
           if (group.some((each) => errors.has(each))) continue;
           const outcome = await runInTurns(
-            group.map((each) => ({
-              id: each,
-              worker: workers.for(each),
-              jitWarmupMs: workers.firstUse(each) ? ctx.config.jitWarmupMs : 0,
-              open: { type: 'open', contenderId: each, urls },
-            })),
+            group.map((each) =>
+              workers.side(
+                each,
+                { type: 'open', contenderId: each, urls },
+                ctx.config.jitWarmupMs,
+              ),
+            ),
             {
               prefix: `bench:D:${nodes}:${rep}`,
               loops: 1,

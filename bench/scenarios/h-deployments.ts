@@ -147,18 +147,14 @@ export async function runDeployments(
         const on = running.get(id);
         if (!on || errors.has(id)) continue;
         const outcome = await runInTurns(
-          group.map((side) => ({
-            id: side,
-            worker: workers.for(`${id}:${side}`),
-            jitWarmupMs: workers.firstUse(`${id}:${side}`)
-              ? ctx.config.jitWarmupMs
-              : 0,
-            open: {
-              type: 'open-deployment',
+          group.map((side) =>
+            workers.side(
               side,
-              deployment: on.deployment,
-            },
-          })),
+              { type: 'open-deployment', side, deployment: on.deployment },
+              ctx.config.jitWarmupMs,
+              `${id}:${side}`,
+            ),
+          ),
           {
             prefix: `bench:H:${rep}`,
             loops: 1,

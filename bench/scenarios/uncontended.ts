@@ -114,12 +114,13 @@ export async function runUncontended(
       );
       if (group.some((each) => errors.has(each))) continue;
       const outcome = await runInTurns(
-        group.map((each) => ({
-          id: each,
-          worker: workers.for(each),
-          jitWarmupMs: workers.firstUse(each) ? ctx.config.jitWarmupMs : 0,
-          open: { type: 'open', contenderId: each, urls: [ctx.server.url] },
-        })),
+        group.map((each) =>
+          workers.side(
+            each,
+            { type: 'open', contenderId: each, urls: [ctx.server.url] },
+            ctx.config.jitWarmupMs,
+          ),
+        ),
         {
           prefix: `bench:${scenario}:${rep}`,
           loops,

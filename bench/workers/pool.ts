@@ -5,7 +5,8 @@ import type {
   ContentionSpec,
 } from '../scenarios/contention-core.js';
 import { compiledWorkerFile } from './compile.js';
-import type { WorkerReply, WorkerRequest } from './protocol.js';
+import type { OpenRequest, WorkerReply, WorkerRequest } from './protocol.js';
+import type { TurnSide } from './turns.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -114,6 +115,26 @@ export class NamedWorkers {
     if (this.used.has(worker)) return false;
     this.used.add(worker);
     return true;
+  }
+
+  /**
+   * Side `id` of a group that takes turns (see `runInTurns`), run by the
+   * worker named `name`; on that worker's first use it warms up alone for
+   * `jitWarmupMs` first.
+   */
+  side(
+    id: string,
+    open: OpenRequest,
+    jitWarmupMs: number,
+    name = id,
+  ): TurnSide {
+    const worker = this.for(name);
+    return {
+      id,
+      worker,
+      jitWarmupMs: this.firstUse(name) ? jitWarmupMs : 0,
+      open,
+    };
   }
 
   /** Stops the worker named `name` (it failed or hung); the next {@link for} starts a new one. */
