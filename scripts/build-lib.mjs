@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // Builds the publishable library libs/distributed-lock into libs/distributed-lock/dist:
 // compiles src with tsc (tsconfig.lib.json), copies the Lua scripts next to the
-// compiled code (tsc ignores them), and checks that every file the package's
-// "exports" point at was produced.
+// compiled code (tsc ignores them), copies docs/guarantees.md to
+// dist/guarantees.md (the package README links to it there: a link out of the
+// package directory would break inside the npm tarball), and checks that every
+// file the package's "exports" point at was produced.
 import { spawnSync } from 'node:child_process';
 import { copyFile, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -14,6 +16,7 @@ const libDir = path.join(root, 'libs', 'distributed-lock');
 const srcDir = path.join(libDir, 'src');
 const distDir = path.join(libDir, 'dist');
 const tsconfig = path.join(libDir, 'tsconfig.lib.json');
+const guarantees = path.join(root, 'docs', 'guarantees.md');
 
 const relative = (file) => path.relative(root, file) || '.';
 
@@ -80,7 +83,14 @@ console.log(
   `build-lib: copied ${luaFiles.length} Lua script(s) to ${relative(distDir)}`,
 );
 
-// 4. The package must contain what its "exports" promise.
+// 4. The guarantees page, which the package README links to as dist/guarantees.md.
+if (!(await exists(guarantees))) fail(`${relative(guarantees)} does not exist`);
+await copyFile(guarantees, path.join(distDir, 'guarantees.md'));
+console.log(
+  `build-lib: copied ${relative(guarantees)} to ${relative(path.join(distDir, 'guarantees.md'))}`,
+);
+
+// 5. The package must contain what its "exports" promise.
 const manifest = JSON.parse(
   await readFile(path.join(libDir, 'package.json'), 'utf8'),
 );

@@ -23,6 +23,7 @@ export {
   DistributedLock,
   DISTRIBUTED_LOCK_METADATA,
   type DistributedLockOptions,
+  type OnBusy,
 } from './decorator/distributed-lock.decorator.js';
 export {
   DistributedLockInterceptor,
@@ -30,6 +31,28 @@ export {
 } from './interceptor/distributed-lock.interceptor.js';
 
 export { encodeKeyPart, type LockKeySource } from './key-template/index.js';
+
+export type {
+  LockMetricsOptions,
+  LockTracingOptions,
+  MetricsRegistry,
+} from './telemetry/telemetry-options.js';
+
+export {
+  LockHealthIndicator,
+  type LockHealthDetails,
+  type LockHealthOptions,
+  type LockHealthResult,
+} from './health/lock-health.indicator.js';
+export type {
+  LockBackendHealth,
+  LockNodeHealth,
+  LockStoreKind,
+} from './backends/backend-health.js';
+export type {
+  LockSessionHealth,
+  LockSessionState,
+} from './session/session-health.js';
 
 export {
   LockBackendError,
@@ -53,3 +76,30 @@ export {
 export { MemoryLockBackend } from './backends/memory/memory-lock-backend.js';
 export { QuorumLockBackend } from './backends/quorum/quorum-lock-backend.js';
 export type { QuorumLockBackendOptions } from './backends/quorum/quorum-options.js';
+
+export { SemaphoreService } from './semaphore/semaphore.service.js';
+export type {
+  SemaphoreOptions,
+  SemaphoreServiceSettings,
+} from './semaphore/semaphore.service.js';
+export { SemaphoreHandle } from './semaphore/semaphore-handle.js';
+export {
+  DistributedSemaphore,
+  DISTRIBUTED_SEMAPHORE_METADATA,
+  type DistributedSemaphoreOptions,
+} from './semaphore/distributed-semaphore.decorator.js';
+export {
+  SemaphoreLimitMismatchError,
+  SemaphoreNotAcquiredError,
+} from './semaphore/semaphore-errors.js';
+export type {
+  SemaphoreBackend,
+  SemaphoreBusy,
+  SemaphoreGrant,
+  SemaphoreRequest,
+} from './semaphore/semaphore-backend.js';
+export {
+  RedisSemaphoreBackend,
+  type RedisSemaphoreBackendOptions,
+} from './semaphore/redis/redis-semaphore-backend.js';
+export { MemorySemaphoreBackend } from './semaphore/memory/memory-semaphore-backend.js';

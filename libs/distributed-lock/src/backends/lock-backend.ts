@@ -1,3 +1,5 @@
+import type { LockBackendHealth } from './backend-health.js';
+
 /**
  * The contract between {@link LockService} and a lock store. The service owns
  * key building, reentrancy, leases and the watchdog; a backend only knows how to
@@ -55,7 +57,17 @@ export interface LockBackend {
   close(): Promise<void>;
 
   /**
-   * Process sessions, when the store keeps them (see {@link SessionStore}).
+   * Checks whether the store can serve locks right now, for health checks:
+   * each server's reachability and round trip, and whether the lock scripts
+   * are in its cache. Resolves within `timeoutMs` (default: the backend's
+   * own command timeout) and never rejects: a store that does not answer
+   * in time is reported down. Optional: without it, `LockHealthIndicator`
+   * times an `isLocked` call instead.
+   */
+  probe?(timeoutMs?: number): Promise<LockBackendHealth>;
+
+  /**
+   * Process sessions, when the store keeps them (see `SessionStore`).
    * Without them, a hold with no explicit lease renews its own lease.
    */
   readonly sessions?: SessionStore;
@@ -150,6 +162,12 @@ export interface LockGrant {
    * tops it up to the requested lease, within a third of what is left.
    */
   readonly leaseMs: number;
+  /**
+   * Set when the lock was handed to this caller rather than taken free:
+   * `'local'` passed from another caller of this process, `'remote'` by the
+   * store to the head of its queue. Reported to metrics only.
+   */
+  readonly handoff?: 'local' | 'remote';
 }
 
 export interface LockBusy {

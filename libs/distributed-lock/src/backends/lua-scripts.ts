@@ -17,6 +17,22 @@ export function readScript(moduleUrl: string, name: string): string {
   return readFileSync(new URL(`./scripts/${name}.lua`, moduleUrl), 'utf8');
 }
 
+const includeLine = /^-- #include ([a-z-]+)\n/gm;
+
+/**
+ * {@link readScript}, with the shared parts it names spliced in: each
+ * `-- #include <name>` line becomes scripts/<name>.lua next to it.
+ */
+export function readScriptWithIncludes(
+  moduleUrl: string,
+  name: string,
+): string {
+  return readScript(moduleUrl, name).replace(
+    includeLine,
+    (_line, part: string) => readScript(moduleUrl, part),
+  );
+}
+
 /**
  * Registers every script of `table` on `client` as `<prefix><Name>` (once
  * per client: a second backend on the same client reuses them) and returns

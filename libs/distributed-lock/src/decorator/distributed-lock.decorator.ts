@@ -7,11 +7,19 @@ import {
   type LockKeySource,
 } from '../key-template/key-template.js';
 import type { LockHandle } from '../lock-service/lock-handle.js';
-import type { LockOptions, LockService } from '../lock-service/lock.service.js';
+import type { LockService } from '../lock-service/lock.service.js';
+import {
+  acquisitionTime,
+  decoratedLock,
+  releaseThen,
+  skipsFor,
+  type DecoratedLock,
+  type DistributedLockOptions,
+} from './decorated-lock.js';
 import { lockServiceFor } from './lock-binding.js';
+import { replaceMethod } from './replace-method.js';
 
-/** Options of {@link DistributedLock}. */
-export type DistributedLockOptions = Omit<LockOptions, 'signal'>;
+export type { DistributedLockOptions, OnBusy } from './decorated-lock.js';
 
 /** Metadata stored on a decorated method. */
 export interface DistributedLockMetadata {
@@ -36,6 +44,11 @@ export const DISTRIBUTED_LOCK_METADATA = 'distributed-lock:metadata';
  * With `{ fence: true }` the lock comes with its fencing token, which the
  * method reads as `currentLock()?.fencingToken` (see `LockOptions.fence`).
  *
+ * On a scheduled job, `{ onBusy: 'skip', minHoldTime }` runs each tick on
+ * one instance: the others find the lock busy and skip it quietly (see
+ * {@link DistributedLockOptions}). It goes above or below `@Cron` /
+ * `@Interval`.
+ *
  * The decorated method returns a Promise, or an Observable when its declared
  * return type is `Observable` (the lock is then held until the stream
  * completes, errors or is unsubscribed).
@@ -49,6 +62,10 @@ export const DISTRIBUTED_LOCK_METADATA = 'distributed-lock:metadata';
  * @Post('seckill/:couponId')
  * @DistributedLock('coupon:<0>', { waitTime: 10_000, leaseTime: 30_000 })
  * buy(@Param('couponId', ParseIntPipe) couponId: number) { ... }
+ *
+ * @Cron(CronExpression.EVERY_MINUTE)
+ * @DistributedLock('carts:expire', { onBusy: 'skip', minHoldTime: 30_000 })
+ * expireCarts() { ... }
  * ```
  */
 export function DistributedLock(
@@ -87,32 +104,26 @@ export function DistributedLock(
       Reflect.getMetadata('design:returntype', target, propertyKey) ===
       Observable;
     const method = original as (...args: unknown[]) => unknown;
+    const lock = decoratedLock(keys, options, `${className}.${methodName}`);
 
     const wrapped = returnsObservable
       ? function (this: unknown, ...args: unknown[]) {
-          return lockedObservable(this, method, args, keys, options);
+          return lockedObservable(this, method, args, lock);
         }
       : function (this: unknown, ...args: unknown[]) {
-          return lockedCall(this, method, args, keys, options);
+          return lockedCall(this, method, args, lock);
         };
 
-    // Route, guard, interceptor and Swagger decorators keep their metadata on
-    // the function itself; without this copy the route would silently vanish.
-    for (const metadataKey of Reflect.getOwnMetadataKeys(method)) {
-      Reflect.defineMetadata(
-        metadataKey,
-        Reflect.getOwnMetadata(metadataKey, method),
-        wrapped,
-      );
-    }
-    Reflect.defineMetadata(
-      DISTRIBUTED_LOCK_METADATA,
-      { keys, options },
+    return replaceMethod(
+      descriptor,
+      method,
       wrapped,
+      DISTRIBUTED_LOCK_METADATA,
+      {
+        keys,
+        options,
+      },
     );
-    Object.defineProperty(wrapped, 'name', { value: method.name });
-    descriptor.value = wrapped as typeof descriptor.value;
-    return descriptor;
   };
 }
 
@@ -125,23 +136,25 @@ function lockedCall(
   instance: unknown,
   method: (...args: unknown[]) => unknown,
   args: unknown[],
-  keys: CompiledLockKeys,
-  options: DistributedLockOptions,
+  lock: DecoratedLock,
 ): Promise<unknown> {
   let service: LockService;
   let acquiring: Promise<LockHandle>;
   try {
     service = lockServiceFor(instance);
-    acquiring = service.acquire(keys.resolve(args), options);
+    acquiring = service.acquire(lock.keys.resolve(args), lock.acquireOptions);
   } catch (error) {
     return Promise.reject(error as Error);
   }
   return acquiring.then((handle) => {
+    const acquiredAt = acquisitionTime(lock);
+    const giveBack = <T>(outcome: () => T) =>
+      releaseThen(service, handle, lock, acquiredAt, outcome);
     let result: unknown;
     try {
       result = handle.run(() => method.apply(instance, args));
     } catch (error) {
-      return service.releaseQuietlyThen(handle, () => {
+      return giveBack(() => {
         throw error;
       });
     }
@@ -150,37 +163,38 @@ function lockedCall(
     return Promise.resolve(result).then(
       (value) =>
         isObservable(value)
-          ? holdDuring(value, handle, () => service.releaseQuietly(handle))
-          : service.releaseQuietlyThen(handle, () => value),
+          ? holdDuring(value, handle, () => giveBack(() => undefined))
+          : giveBack(() => value),
       (error: unknown) =>
-        service.releaseQuietlyThen(handle, () => {
+        giveBack(() => {
           throw error;
         }),
     );
-  });
+  }, lock.skipWhenBusy);
 }
 
 function lockedObservable(
   instance: unknown,
   method: (...args: unknown[]) => unknown,
   args: unknown[],
-  keys: CompiledLockKeys,
-  options: DistributedLockOptions,
+  lock: DecoratedLock,
 ): Observable<unknown> {
   return new Observable<unknown>((subscriber) => {
     const stopWaiting = new AbortController();
     let inner: Subscription | undefined;
     let handle: LockHandle | undefined;
+    let acquiredAt: number | undefined;
     let finished = false;
     const service = lockServiceFor(instance);
     const release = () => {
-      if (handle) void service.releaseQuietly(handle);
+      if (handle)
+        void releaseThen(service, handle, lock, acquiredAt, () => undefined);
     };
 
     Promise.resolve()
       .then(() =>
-        service.acquire(keys.resolve(args), {
-          ...options,
+        service.acquire(lock.keys.resolve(args), {
+          ...lock.acquireOptions,
           signal: stopWaiting.signal,
         }),
       )
@@ -191,6 +205,7 @@ function lockedObservable(
             return;
           }
           handle = acquired;
+          acquiredAt = acquisitionTime(lock);
           try {
             const result = acquired.run(() => method.apply(instance, args));
             const source = isObservable(result) ? result : toObservable(result);
@@ -200,7 +215,9 @@ function lockedObservable(
           }
         },
         (error: unknown) => {
-          if (!finished) subscriber.error(error);
+          if (finished) return;
+          if (skipsFor(lock, error)) subscriber.complete();
+          else subscriber.error(error);
         },
       );
 

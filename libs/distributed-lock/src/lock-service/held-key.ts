@@ -89,6 +89,8 @@ export class HeldKey implements SessionBound {
   private lastLeaseCommand: Promise<unknown> = Promise.resolve();
   private stopped = false;
   private renewalsStopped = false;
+  /** Set by {@link leaveToExpire}: its outcome, which {@link release} answers too. */
+  private leaving?: Promise<boolean>;
   /** The session bound to, while bound. */
   private session?: ProcessSession;
   private readonly backend: LockBackend;
@@ -289,8 +291,48 @@ export class HeldKey implements SessionBound {
     );
   }
 
-  /** Frees the key in the store. False when it had been lost already. */
+  /**
+   * Frees the key in the store. False when it had been lost already. After
+   * {@link leaveToExpire} it frees nothing and answers what that did.
+   */
   release(): Promise<boolean> {
+    if (this.leaving) return this.leaving;
+    return this.free();
+  }
+
+  /**
+   * Gives the key up without freeing it: it stays taken in the store for
+   * `ms` more, then expires by itself. Its lease is set to `ms` if it is
+   * still ours, after any renewal on its way (so that none lands after it);
+   * renewals, the session binding and the deadline watch stop, so nothing
+   * here keeps it longer, and a process that dies meanwhile leaves nothing
+   * longer behind. Nobody here holds it any more (`holds` is 0): a chain that
+   * locks it again asks the store. A key already lost or released is freed
+   * as {@link release} would. False (and lost) when it was no longer ours.
+   */
+  leaveToExpire(ms: number): Promise<boolean> {
+    if (this.leaving) return this.leaving;
+    this.holds = 0;
+    if (this.stopped || this.lost) {
+      this.leaving = this.free();
+      return this.leaving;
+    }
+    this.stop();
+    const endsAt = monotonicNow() + ms;
+    const send = (): Promise<boolean> => {
+      const left = Math.ceil(endsAt - monotonicNow());
+      // The renewal before it took the whole time: nothing is left to keep.
+      if (left <= 0) return this.backend.release(this.storeKey, this.token);
+      return this.backend.extend(this.storeKey, this.token, left);
+    };
+    this.leaving = this.lastLeaseCommand.then(send, send).then((owned) => {
+      if (!owned) this.markLost('taken-over');
+      return owned;
+    });
+    return this.leaving;
+  }
+
+  private free(): Promise<boolean> {
     this.stop();
     const wasLost = this.lost;
     let pending: Promise<boolean>;

@@ -114,6 +114,48 @@ export class LockHandle {
   }
 
   /**
+   * Gives this hold up like {@link release}, but leaves its keys taken in the
+   * store for `ms` more, after which they expire by themselves: each key's
+   * lease is set to `ms` (if still ours) and nothing renews it any more,
+   * neither the watchdog nor the process session, so a process that dies
+   * meanwhile leaves nothing longer behind. Nobody gets the keys before
+   * then, queued waiters included; these are served once the lease ended
+   * (on Redis, when the queue's check finds it gone, within
+   * `handoffLeaseTime`). Keys shared with an outer hold of the same call
+   * chain are only released: the outer hold decides. `ms` of 0 releases at
+   * once. Resolves as {@link release} does; calling either again returns the
+   * first result. `@DistributedLock`'s `minHoldTime` uses it.
+   *
+   * @throws RangeError when `ms` is negative or not a finite number
+   */
+  expireIn(ms: number): Promise<boolean> {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+      throw new RangeError(
+        `expireIn() needs a non-negative number of ms, got ${String(ms)}`,
+      );
+    }
+    if (this.releasing) return this.releasing;
+    if (ms === 0) return this.release();
+    const own = this.held.filter((h) => h.holds <= 1);
+    const shared = this.held.filter((h) => h.holds > 1);
+    const outcomes = own.map((h) => h.leaveToExpire(ms));
+    if (shared.length > 0) outcomes.push(this.onRelease(shared));
+    // The service counts the keys as held until their lease ends, then
+    // forgets them (their release sends nothing): closing it meanwhile leaves
+    // the process session to lapse rather than ending it, which would free
+    // the keys early for any process that checks the holder's session.
+    if (own.length > 0) {
+      const forget = setTimeout(
+        () => void this.onRelease(own).catch(() => undefined),
+        ms,
+      );
+      forget.unref();
+    }
+    this.releasing = Promise.all(outcomes).then((all) => all.every(Boolean));
+    return this.releasing;
+  }
+
+  /**
    * Runs `fn` as the holder of this lock: nested acquisitions of these keys
    * inside `fn`'s async call chain are reentrant, and `currentLock()` returns
    * this handle.

@@ -1,5 +1,6 @@
 import type { LockBackend } from '../backends/lock-backend.js';
 import { validateLockKey } from '../key-template/key-template.js';
+import type { LockObserver } from '../telemetry/lock-observer.js';
 
 /** Per-call options of `LockService.acquire` and friends. */
 export interface LockOptions {
@@ -24,6 +25,13 @@ export interface LockOptions {
    * `fence()`, so locks that never use one pay nothing.
    */
   readonly fence?: boolean;
+  /**
+   * The name metrics and traces report this lock under: a few distinct
+   * values, like a key template (`'coupon:<id>'`), never a key. Default:
+   * the decorator's key template, or for a direct call the key with all
+   * after its first `:` as `*` (`coupon:42` → `coupon:*`).
+   */
+  readonly name?: string;
 }
 
 /** Settings the service runs with (the module fills them from its options). */
@@ -44,6 +52,8 @@ export interface LockServiceSettings {
   /** Default wait. */
   readonly waitTime: number;
   readonly maxKeyLength: number;
+  /** Told of acquisitions, holds and losses, for metrics and traces. Default: none. */
+  readonly observer?: LockObserver;
 }
 
 /** `value`, checked to be a (positive, unless `zeroAllowed`) number of ms. */
@@ -70,6 +80,16 @@ export function checkedFlag(name: string, value: boolean | undefined): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean')
     throw new TypeError(`${name} must be true or false, got ${String(value)}`);
+  return value;
+}
+
+/** `value`, checked to be a non-empty string of at most 200 characters, or undefined. */
+export function checkedName(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length === 0 || value.length > 200)
+    throw new TypeError(
+      `name must be a non-empty string of at most 200 characters, got ${String(value)}`,
+    );
   return value;
 }
 

@@ -1,47 +1,36 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
-import type {
-  AcquireRequest,
-  LockBusy,
-  LockGrant,
-} from '../backends/lock-backend.js';
+import type { LockBusy, LockGrant } from '../backends/lock-backend.js';
 import {
-  LockBackendError,
   LockError,
   LockLostError,
   LockNotAcquiredError,
 } from '../errors/lock-errors.js';
 import { validateLockKey } from '../key-template/key-template.js';
 import { monotonicNow } from '../lease/lease-clock.js';
+import { ProcessSession } from '../session/process-session.js';
+import { lockNameOf } from '../telemetry/lock-observer.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.js';
+import {
+  backendRequest,
+  bindToSession,
+  newAttempt,
+  notAcquired,
+  openSessionFor,
+  sessionLapsedError,
+  type Attempt,
+} from './attempt.js';
 import { issueMissingFences, missesFence } from './grant-fences.js';
-import { HeldKey, type LeasePolicy } from './held-key.js';
+import { HeldKey } from './held-key.js';
 import type { LockEventMap, LockLostReason } from './lock-events.js';
 import { LockHandle } from './lock-handle.js';
 import { lockScope } from './lock-scope.js';
 import {
-  canonicalKeys,
-  checkedFlag,
   checkedMs,
   type LockOptions,
   type LockServiceSettings,
 } from './lock-settings.js';
-import { newOwnerToken } from './owner-token.js';
-import { ProcessSession } from '../session/process-session.js';
-import { sessionToken } from '../session/session-token.js';
-
-/** One call of {@link LockService.acquire}, checked. */
-interface Attempt {
-  /** Canonical order. */
-  readonly names: readonly string[];
-  readonly policy: LeasePolicy;
-  readonly token: string;
-  readonly startedAt: number;
-  readonly deadline: number;
-  readonly signal?: AbortSignal;
-  /** Every key's fencing token comes with the grant (`LockOptions.fence`). */
-  readonly fence: boolean;
-}
 
 /**
  * Acquires and releases distributed locks. Inject it anywhere once
@@ -54,9 +43,13 @@ export class LockService {
   private readonly instanceId = randomBytes(6).toString('hex');
   private readonly active = new Set<HeldKey>();
   private readonly session?: ProcessSession;
+  private readonly telemetry?: LockTelemetry;
   private closed = false;
 
+  /** @internal Built by DistributedLockModule; inject LockService instead. */
   constructor(private readonly settings: LockServiceSettings) {
+    if (settings.observer)
+      this.telemetry = new LockTelemetry(settings.observer);
     const store = settings.backend.sessions;
     if (store && settings.sessionTtl !== undefined)
       this.session = new ProcessSession(
@@ -78,75 +71,54 @@ export class LockService {
    * @throws LockBackendError when the store cannot be reached in bounded time
    * @throws LockLostError when a reentrant acquisition finds the outer lock
    *   lost (with `fence`, also when it is lost before its token is issued)
-   * @throws TypeError when `fence` is given and not a boolean
+   * @throws TypeError when `fence` is given and not a boolean, or `name`
+   *   not a non-empty string
    */
   acquire(
     keyOrKeys: string | readonly string[],
     options: LockOptions = {},
   ): Promise<LockHandle> {
+    const { telemetry } = this;
+    if (!telemetry) return this.attempt(keyOrKeys, options);
+    const name =
+      typeof options.name === 'string' ? options.name : lockNameOf(keyOrKeys);
+    return telemetry.acquisition(
+      name,
+      typeof keyOrKeys === 'string' ? [keyOrKeys] : [...keyOrKeys],
+      options.waitTime ?? this.settings.waitTime,
+      options.signal,
+      this.attempt(keyOrKeys, options, name),
+    );
+  }
+
+  /** {@link acquire}, unobserved; `name` is what telemetry reports it under. */
+  private attempt(
+    keyOrKeys: string | readonly string[],
+    options: LockOptions,
+    name?: string,
+  ): Promise<LockHandle> {
     let attempt: Attempt;
-    let sessionId: string | undefined;
     try {
       if (this.closed) throw new LockNotAcquiredError(String(keyOrKeys), 0);
-      const names = canonicalKeys(keyOrKeys, this.settings.maxKeyLength);
-      const policy = this.leasePolicy(options.leaseTime);
-      const waitTime = checkedMs(
-        'waitTime',
-        options.waitTime ?? this.settings.waitTime,
-        true,
+      attempt = newAttempt(
+        keyOrKeys,
+        options,
+        this.settings,
+        this.session,
+        name,
       );
-      const startedAt = Date.now();
-      // Bound to the live session at once, when there is one (the common case).
-      sessionId = policy.session?.liveId;
-      const random = newOwnerToken();
-      attempt = {
-        names,
-        policy,
-        token:
-          sessionId === undefined ? random : sessionToken(sessionId, random),
-        startedAt,
-        deadline: startedAt + waitTime,
-        signal: options.signal,
-        fence: checkedFlag('fence', options.fence),
-      };
     } catch (error) {
       return Promise.reject(error as Error);
     }
     const { session } = attempt.policy;
-    if (!session || sessionId !== undefined) return this.start(attempt);
+    if (!session || attempt.bound) return this.start(attempt);
     // Joining locks the chain holds takes no new lock, so needs no session.
     if (this.joinsOnly(attempt.names)) return this.start(attempt);
     // The first hold of this session (or of the one after a lapse): its
     // record must exist before any lock is stored under its name.
-    return this.openSession(session, attempt).then((id) =>
+    return openSessionFor(session, attempt, () => this.closed).then((id) =>
       this.start(bindToSession(attempt, id)),
     );
-  }
-
-  /**
-   * Opens the session. A failure that comes fast is tried again, for up to
-   * `sessionRetryForMs` within the attempt's wait: right after startup the
-   * store may not be reachable yet (a quorum node still connecting). One
-   * that took the command timeout is not: Redis is away.
-   */
-  private async openSession(
-    session: ProcessSession,
-    attempt: Attempt,
-  ): Promise<string> {
-    const giveUpAt = Math.min(attempt.deadline, Date.now() + sessionRetryForMs);
-    for (;;) {
-      try {
-        return await session.ready();
-      } catch (error) {
-        if (this.closed)
-          throw new LockNotAcquiredError(
-            attempt.names.join(', '),
-            Date.now() - attempt.startedAt,
-          );
-        if (Date.now() + sessionRetryMs >= giveUpAt) throw error;
-        await new Promise((resolve) => setTimeout(resolve, sessionRetryMs));
-      }
-    }
   }
 
   /** Whether the calling chain holds every one of `names` already (a reentrant acquisition). */
@@ -207,6 +179,14 @@ export class LockService {
     return this.session?.liveId;
   }
 
+  /** @internal The store and the process session, as `LockHealthIndicator` reads them. */
+  get healthSources(): {
+    readonly backend: LockServiceSettings['backend'];
+    readonly session?: ProcessSession;
+  } {
+    return { backend: this.settings.backend, session: this.session };
+  }
+
   /** Whether anyone holds `key` right now. */
   async isLocked(key: string): Promise<boolean> {
     return this.settings.backend.isLocked(
@@ -253,6 +233,7 @@ export class LockService {
     for (const held of this.active) {
       if (held.sessionBound) held.stopRenewing();
       else held.stop();
+      this.telemetry?.released(held);
     }
     this.active.clear();
     await this.session?.close(idle);
@@ -272,13 +253,13 @@ export class LockService {
     try {
       // Nothing was awaited since the attempt started.
       pending = this.settings.backend.acquire(
-        this.request(attempt, storeKey, attempt.startedAt),
+        backendRequest(attempt, storeKey, attempt.startedAt),
       );
     } catch (error) {
       return Promise.reject(error as Error);
     }
     return pending.then((result) => {
-      if (!result.acquired) throw this.notAcquired(name, attempt, result);
+      if (!result.acquired) throw notAcquired(name, attempt, result);
       const held = this.hold(name, storeKey, attempt, result, sentAt);
       if (held.lostReason === 'session-expired')
         return this.sessionLapsedMeanwhile(held, attempt);
@@ -317,9 +298,9 @@ export class LockService {
         reentrant = false;
         const sentAt = monotonicNow();
         const result = await this.settings.backend.acquire(
-          this.request(attempt, storeKey, Date.now()),
+          backendRequest(attempt, storeKey, Date.now()),
         );
-        if (!result.acquired) throw this.notAcquired(name, attempt, result);
+        if (!result.acquired) throw notAcquired(name, attempt, result);
         taken.push(this.hold(name, storeKey, attempt, result, sentAt));
       }
       // A key's lease (or the session) ran out while the later keys were
@@ -380,38 +361,10 @@ export class LockService {
         new LockNotAcquiredError(name, Date.now() - attempt.startedAt),
       );
     if (waitTime <= 0) return Promise.reject(sessionLapsedError(name));
-    return this.acquire(attempt.names, {
-      waitTime,
-      signal: attempt.signal,
-      fence: attempt.fence,
-    });
-  }
-
-  /** The backend request for `storeKey`, sent at `now` (ms since epoch). */
-  private request(
-    attempt: Attempt,
-    storeKey: string,
-    now: number,
-  ): AcquireRequest {
-    return {
-      key: storeKey,
-      token: attempt.token,
-      leaseMs: attempt.policy.leaseMs,
-      waitMs: Math.max(0, attempt.deadline - now),
-      signal: attempt.signal,
-      fence: attempt.fence,
-    };
-  }
-
-  private notAcquired(
-    name: string,
-    attempt: Attempt,
-    busy: LockBusy,
-  ): LockNotAcquiredError {
-    return new LockNotAcquiredError(
-      name,
-      Date.now() - attempt.startedAt,
-      busy.retryAfterMs,
+    return this.attempt(
+      attempt.names,
+      { waitTime, signal: attempt.signal, fence: attempt.fence },
+      attempt.name,
     );
   }
 
@@ -436,6 +389,7 @@ export class LockService {
       onLost: this.reportLost,
     });
     this.active.add(held);
+    this.telemetry?.held(held, attempt.name ?? name);
     return held;
   }
 
@@ -467,6 +421,7 @@ export class LockService {
     held.holds -= 1;
     if (held.holds > 0) return Promise.resolve(!held.lost);
     this.active.delete(held);
+    this.telemetry?.released(held);
     return held.release();
   }
 
@@ -475,6 +430,7 @@ export class LockService {
     reason: LockLostReason,
   ): void => {
     this.logger.warn(`Lock "${held.name}" lost while held (${reason})`);
+    this.telemetry?.lost(held, reason);
     try {
       this.events.emit('lost', {
         key: held.name,
@@ -486,36 +442,6 @@ export class LockService {
       this.logger.error(`A "lost" listener threw: ${(error as Error).message}`);
     }
   };
-
-  private leasePolicy(leaseTime: number | undefined): LeasePolicy {
-    const explicit = leaseTime ?? this.settings.leaseTime;
-    if (explicit === undefined) {
-      const { session } = this;
-      if (session)
-        return { leaseMs: session.holdLeaseMs, watchdog: true, session };
-      return { leaseMs: this.settings.watchdogLeaseTime, watchdog: true };
-    }
-    return {
-      leaseMs: checkedMs('leaseTime', explicit, false),
-      watchdog: false,
-    };
-  }
-}
-
-/** How long to wait before trying again to open a session that failed to open. */
-const sessionRetryMs = 50;
-/** How long failed session opens are tried again, at most. */
-const sessionRetryForMs = 1_000;
-
-/** The attempt, its owner token bound to session `sessionId`. */
-function bindToSession(attempt: Attempt, sessionId: string): Attempt {
-  return { ...attempt, token: sessionToken(sessionId, attempt.token) };
-}
-
-function sessionLapsedError(name: string): LockBackendError {
-  return new LockBackendError(
-    `Lock "${name}" was granted after this process's lock session lapsed (Redis unreachable, or the process paused); it was given back`,
-  );
 }
 
 export type { LockOptions, LockServiceSettings } from './lock-settings.js';

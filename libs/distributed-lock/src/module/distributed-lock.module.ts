@@ -11,11 +11,19 @@ import { warnIfLocksCanBeEvicted } from '../backends/redis/eviction-policy-check
 import { RedisLockBackend } from '../backends/redis/redis-lock-backend.js';
 import { coalesceWrites } from '../backends/redis/write-coalescing.js';
 import { QuorumLockBackend } from '../backends/quorum/quorum-lock-backend.js';
+import { LockHealthIndicator } from '../health/lock-health.indicator.js';
 import { DistributedLockInterceptor } from '../interceptor/distributed-lock.interceptor.js';
 import {
   LockService,
   type LockServiceSettings,
 } from '../lock-service/lock.service.js';
+import { loadTelemetry, type Telemetry } from '../telemetry/load-telemetry.js';
+import { observedBackend } from '../telemetry/observed-backend.js';
+import {
+  createSemaphoreService,
+  shareRedisWithSemaphores,
+} from '../semaphore/semaphore-wiring.js';
+import { SemaphoreService } from '../semaphore/semaphore.service.js';
 import { LockExplorer } from './lock-explorer.js';
 import {
   ConfigurableModuleClass,
@@ -41,13 +49,19 @@ import {
     {
       provide: LockService,
       inject: [DISTRIBUTED_LOCK_OPTIONS],
-      useFactory: (options: DistributedLockModuleOptions) =>
-        createLockService(options),
+      useFactory: async (options: DistributedLockModuleOptions) =>
+        createLockService(options, await loadTelemetry(options)),
     },
     LockExplorer,
     { provide: APP_INTERCEPTOR, useClass: DistributedLockInterceptor },
+    LockHealthIndicator,
+    {
+      provide: SemaphoreService,
+      inject: [DISTRIBUTED_LOCK_OPTIONS, LockService],
+      useFactory: createSemaphoreService,
+    },
   ],
-  exports: [LockService],
+  exports: [LockService, LockHealthIndicator, SemaphoreService],
 })
 export class DistributedLockModule extends ConfigurableModuleClass {}
 
@@ -90,7 +104,10 @@ class ManagedLockService
   }
 }
 
-function createLockService(options: DistributedLockModuleOptions): LockService {
+function createLockService(
+  options: DistributedLockModuleOptions,
+  telemetry: Telemetry,
+): LockService {
   const resolved = resolveLockOptions(options);
   let backend = options.backend;
   let redis: ModuleRedis | undefined;
@@ -101,9 +118,11 @@ function createLockService(options: DistributedLockModuleOptions): LockService {
     backend = built.backend;
     redis = { client: built.client, commandTimeout: resolved.commandTimeout };
   }
-  return new ManagedLockService(
+  if (telemetry.backend) backend = observedBackend(backend, telemetry.backend);
+  const service = new ManagedLockService(
     {
       backend,
+      observer: telemetry.service,
       keyPrefix: resolved.keyPrefix,
       leaseTime: resolved.leaseTime,
       watchdogLeaseTime: resolved.watchdogLeaseTime,
@@ -113,6 +132,9 @@ function createLockService(options: DistributedLockModuleOptions): LockService {
     },
     redis,
   );
+  // Semaphores run on the same connection (see semaphore-wiring.ts).
+  if (redis) shareRedisWithSemaphores(service, redis.client);
+  return service;
 }
 
 function createRedisBackend(

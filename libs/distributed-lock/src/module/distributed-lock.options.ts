@@ -8,6 +8,10 @@ import type {
 } from 'ioredis';
 import type { LockBackend } from '../backends/lock-backend.js';
 import type { LockError } from '../errors/lock-errors.js';
+import type {
+  LockMetricsOptions,
+  LockTracingOptions,
+} from '../telemetry/telemetry-options.js';
 
 /** HTTP statuses (and RPC error statuses) the interceptor answers lock failures with. */
 export interface LockErrorStatuses {
@@ -139,6 +143,23 @@ export interface DistributedLockModuleOptions {
    * Default true.
    */
   readonly coalesceWrites?: boolean;
+  /**
+   * Prometheus metrics through prom-client 15 (an optional peer: install it).
+   * `true` registers them in prom-client's global registry (the one
+   * `@willsoto/nestjs-prometheus` serves by default, so they appear on its
+   * `/metrics` as they are); an object picks the registry, the name prefix,
+   * the buckets and the bound on lock names. Labels are lock names (key
+   * templates), never keys. Default false.
+   */
+  readonly metrics?: boolean | LockMetricsOptions;
+  /**
+   * OpenTelemetry spans (`lock.acquire`, `lock.hold`) through
+   * `@opentelemetry/api` 1.x. `'auto'` makes them when that package is
+   * installed (they go wherever the application's SDK sends its spans, and
+   * cost one no-op object each without an SDK); `true` requires it; `false`
+   * makes none. Default `'auto'`.
+   */
+  readonly tracing?: boolean | 'auto' | LockTracingOptions;
   /** Status codes for lock failures answered by the interceptor. */
   readonly statuses?: LockErrorStatuses;
   /**

@@ -10,7 +10,11 @@ import {
   fallbackLockService,
   setFallbackLockService,
 } from '../decorator/lock-binding.js';
-import { DISTRIBUTED_LOCK_METADATA } from '../decorator/distributed-lock.decorator.js';
+import {
+  DISTRIBUTED_LOCK_METADATA,
+  type DistributedLockMetadata,
+} from '../decorator/distributed-lock.decorator.js';
+import { assertSkipFits } from '../decorator/skip-fit-check.js';
 import { loadRpcException } from '../interceptor/distributed-lock.interceptor.js';
 import { LockService } from '../lock-service/lock.service.js';
 
@@ -49,6 +53,18 @@ export class LockExplorer implements OnModuleInit, OnApplicationShutdown {
           ),
         );
       if (decorated.length === 0) continue;
+      for (const name of decorated) {
+        const handler = (prototype as Record<string, object>)[name];
+        const { options } = Reflect.getMetadata(
+          DISTRIBUTED_LOCK_METADATA,
+          handler,
+        ) as DistributedLockMetadata;
+        assertSkipFits(
+          handler,
+          options,
+          `${prototype.constructor.name}.${name}`,
+        );
+      }
       bindLockService(instance, this.locks);
       methods += decorated.length;
     }

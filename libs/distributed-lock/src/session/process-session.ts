@@ -39,6 +39,7 @@ export class ProcessSession {
   private deadlineTimer?: NodeJS.Timeout;
   private readonly bound = new Set<SessionBound>();
   private closed = false;
+  private lastLapseAt?: number;
   private readonly stopWatching: () => void;
 
   /**
@@ -79,6 +80,11 @@ export class ProcessSession {
   /** Until when (monotonic ms) the live session surely lasts; 0 when none is live. */
   get liveUntil(): number {
     return this.liveId === undefined ? 0 : this.deadline;
+  }
+
+  /** When (monotonic ms) a session last lapsed; undefined while none has. */
+  get lapsedAt(): number | undefined {
+    return this.lastLapseAt;
   }
 
   /** How many holds are bound to the session. */
@@ -213,6 +219,7 @@ export class ProcessSession {
     const id = this.id;
     if (id === undefined) return;
     this.id = undefined;
+    this.lastLapseAt = monotonicNow();
     this.stopTimers();
     const holds = [...this.bound];
     this.bound.clear();

@@ -11,8 +11,12 @@ import {
   stopwatch,
 } from './contract-support.js';
 
-/** Time for a waiter to be queued in its store before the next step. */
-const queueing = 60;
+/**
+ * Time for a waiter to be queued in its store before the next step. Ample:
+ * CI runs two test files at once on two cores, and a waiter not yet queued
+ * when the lock is released makes the order tests fail for the wrong reason.
+ */
+const queueing = 150;
 
 export function waitingContract(ctx: ContractContext): void {
   ctx.test(

@@ -49,6 +49,7 @@ describe('MemoryLockBackend', () => {
         acquired: true,
         fencingToken: 2,
         leaseMs: 700,
+        handoff: 'remote',
       });
       expect(await backend.release('k', 'a')).toBe(false);
       expect(await backend.acquire(request('k', 'c'))).toEqual({
@@ -107,6 +108,7 @@ describe('MemoryLockBackend', () => {
         acquired: true,
         fencingToken: 2,
         leaseMs: 60_000,
+        handoff: 'remote',
       });
       expect(await backend.extend('k', 'a', 1_000)).toBe(false);
     });

@@ -83,6 +83,7 @@ describe('MemoryLockBackend', () => {
         acquired: true,
         fencingToken: 2,
         leaseMs: 10_000,
+        handoff: 'remote',
       });
       expect(await backend.release('k', 'quitter')).toBe(false);
       expect(await backend.release('k', 'patient')).toBe(true);

@@ -7,6 +7,8 @@ import type {
   SessionStore,
 } from '../lock-backend.js';
 import { startCountdown, stopCountdown, type Countdown } from './countdown.js';
+import type { LockBackendHealth } from '../backend-health.js';
+import { probeMemory } from './memory-health.js';
 import { MemorySessions } from './memory-sessions.js';
 import {
   enqueueWaiter,
@@ -15,7 +17,11 @@ import {
   type WaiterInit,
 } from './memory-waiters.js';
 
-/** Options of {@link MemoryLockBackend}. */
+/**
+ * Options of {@link MemoryLockBackend}.
+ *
+ * @inline
+ */
 export interface MemoryLockBackendOptions {
   /**
    * Clock in milliseconds, `Date.now` by default. It dates lease expiries and
@@ -158,6 +164,11 @@ export class MemoryLockBackend implements LockBackend {
     return this.keys.get(key)?.owner !== undefined;
   }
 
+  /** See {@link LockBackend.probe}: up until closed. */
+  probe(): Promise<LockBackendHealth> {
+    return probeMemory(this.closed);
+  }
+
   async close(): Promise<void> {
     if (this.closed) {
       return;
@@ -226,7 +237,10 @@ export class MemoryLockBackend implements LockBackend {
   private free(key: string, state: KeyState): void {
     this.dropOwner(key, state);
     for (let next = state.queue.shift(); next; next = state.queue.shift()) {
-      settleWaiter(next, this.grant(key, next.token, next.leaseMs));
+      settleWaiter(next, {
+        ...this.grant(key, next.token, next.leaseMs),
+        handoff: 'remote',
+      });
       if (this.sessionRecords.isHolderLive(next.token)) {
         return;
       }

@@ -110,6 +110,7 @@ describe('MemoryLockBackend sessions', () => {
         acquired: true,
         fencingToken: 2,
         leaseMs: 10_000,
+        handoff: 'remote',
       });
       expect(second.done).toBe(false);
       expect(await backend.fence('k', dead.token)).toBeUndefined();
@@ -155,6 +156,7 @@ describe('MemoryLockBackend sessions', () => {
         acquired: true,
         fencingToken: 2,
         leaseMs: 10_000,
+        handoff: 'remote',
       });
       expect(await backend.isLocked('k2')).toBe(false);
       expect(await backend.isLocked('k3')).toBe(true);

@@ -7,7 +7,9 @@ import type {
   LockBusy,
   LockGrant,
 } from '../lock-backend.js';
+import type { LockBackendHealth } from '../backend-health.js';
 import { askForMajority, settlesWithin, type Majority } from './node-votes.js';
+import { probeQuorum } from './quorum-health.js';
 import { QuorumAcquisition } from './quorum-acquire.js';
 import type { AcquireContext } from './quorum-round.js';
 import { issueQuorumFence } from './quorum-fence.js';
@@ -36,7 +38,7 @@ import { sessionOf } from '../../session/session-token.js';
  *   valid after the time taken and the drift allowance; the grant's
  *   `leaseMs` is that validity, counted from the call. Otherwise the nodes
  *   that granted it are given their votes back and, while the wait lasts,
- *   it tries again when woken (see {@link QuorumAcquisition}).
+ *   it tries again when woken (see `QuorumAcquisition`).
  * - **Waiting** is pushed, not polled: a release publishes on the key's
  *   channel on each node, which waiters here subscribe to, plus one timer at
  *   the holder's remaining lease for a holder that dies.
@@ -59,7 +61,7 @@ import { sessionOf } from '../../session/session-token.js';
  *   extend of a lock bound to a session (its token names one) waits for
  *   the next batch of such renewals, at most 1 s (a tenth of a lease
  *   shorter than 10 s), and is answered with the same rules, its validity
- *   counted from when the batch was sent (see {@link LeaseBatch}); that of
+ *   counted from when the batch was sent (see `LeaseBatch`); that of
  *   an explicit lease is sent at once.
  * - **release** deletes the lock on every node. It resolves true when a
  *   majority held it, false when enough nodes answered that a majority
@@ -74,8 +76,8 @@ import { sessionOf } from '../../session/session-token.js';
  *   acquiring round): those rounds must come after a majority granted, so
  *   `LockService` asks for the token before handing out the lock.
  * - **Restarts**: a node whose `run_id` changed does not vote for
- *   `maxLeaseMs` after this process saw it (see {@link RestartGuard}).
- * - **sessions** ({@link QuorumSessions}): a process session is a key on
+ *   `maxLeaseMs` after this process saw it (see `RestartGuard`).
+ * - **sessions** (`QuorumSessions`): a process session is a key on
  *   every node, opened, renewed and ended with one command per node, so its
  *   renewal costs one command per node whatever the number of locks. A lock
  *   bound to it is free once the session is gone on a majority: a waiter
@@ -229,6 +231,11 @@ export class QuorumLockBackend implements LockBackend {
       },
       key,
     );
+  }
+
+  /** See {@link LockBackend.probe}: up while a majority answers and votes. */
+  probe(timeoutMs = this.options.nodeTimeoutMs): Promise<LockBackendHealth> {
+    return probeQuorum(this.options, this.guard, !!this.closing, timeoutMs);
   }
 
   /**

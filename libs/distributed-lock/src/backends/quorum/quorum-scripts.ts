@@ -28,6 +28,12 @@ type ScriptName = keyof typeof scripts;
 const extendManyCommand = 'quorumLockExtendMany';
 const extendManyLua = read('extend-many');
 
+/** The text of every quorum script, as Redis caches it (for health probes). */
+export const quorumScriptSources: readonly string[] = [
+  ...Object.values(scripts).map((script) => script.lua),
+  extendManyLua,
+];
+
 /** One lease renewal of extend-many.lua. */
 export interface LeaseRenewal {
   readonly key: string;

@@ -47,6 +47,7 @@ export class Grants {
       acquired: true,
       fencingToken,
       leaseMs: setAfter + leaseMs - waiter.calledAt,
+      handoff: 'remote',
     });
     this.holdLocally(waiter.key, waiter.token, setAfter + leaseMs, streak);
     return true;
@@ -163,6 +164,7 @@ export class Grants {
         acquired: true,
         fencingToken,
         leaseMs: sentAt + leaseMs - waiter.calledAt,
+        handoff: 'remote',
       });
       if (granted) this.holdLocally(key, token, sentAt + leaseMs, streak);
       else this.c.releases.giveBack(key, token);

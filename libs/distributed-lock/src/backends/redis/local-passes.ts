@@ -216,6 +216,7 @@ export class LocalPasses {
       acquired: true,
       fencingToken,
       leaseMs: expiresAt - next.calledAt,
+      handoff: 'local',
     });
     if (granted) return;
     // `next` left (closing) while Redis answered: pass the lock on, or give

@@ -1,23 +1,16 @@
 import type { Cluster, Redis } from 'ioredis';
 import {
   defineScripts,
-  readScript,
+  readScriptWithIncludes,
   type ScriptCommand,
 } from '../lua-scripts.js';
 
-const includeLine = /^-- #include ([a-z-]+)\n/gm;
-
 /**
- * A script with the shared parts it names spliced in: each `-- #include
- * <name>` line becomes scripts/<name>.lua (next-fence, the fencing-token
- * rule; grant-next, the hand-off to the queue's next waiter).
+ * A script with the shared parts it names spliced in (next-fence, the
+ * fencing-token rule; grant-next, the hand-off to the queue's next waiter).
  */
-function withIncludes(name: string): string {
-  return readScript(import.meta.url, name).replace(
-    includeLine,
-    (_line, part: string) => readScript(import.meta.url, part),
-  );
-}
+const withIncludes = (name: string): string =>
+  readScriptWithIncludes(import.meta.url, name);
 
 /**
  * Every script, read once when this module loads. The text is fixed from then
@@ -39,6 +32,11 @@ const scripts = {
 } as const;
 
 type ScriptName = keyof typeof scripts;
+
+/** The text of every lock script, as Redis caches it (for health probes). */
+export const lockScriptSources: readonly string[] = Object.values(scripts).map(
+  (script) => script.lua,
+);
 
 /** The script commands this backend adds to its ioredis client. */
 export type LockScriptCommands = Record<ScriptName, ScriptCommand>;

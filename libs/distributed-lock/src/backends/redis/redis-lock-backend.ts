@@ -7,7 +7,9 @@ import type {
   LockGrant,
   SessionStore,
 } from '../lock-backend.js';
+import type { LockBackendHealth } from '../backend-health.js';
 import { LockContext } from './lock-context.js';
+import { probeRedisBackend } from './redis-health.js';
 import {
   resolveRedisLockSettings,
   type RedisLockBackendOptions,
@@ -46,7 +48,7 @@ export type { RedisLockBackendOptions } from './redis-lock-options.js';
  * `handoffLeaseMs`) covers a holder that dies without releasing, and reads
  * the holder's process session (see `RedisSessions`).
  *
- * Each job is a room of its own (see {@link LockContext}); this class is the
+ * Each job is a room of its own (see `LockContext`); this class is the
  * {@link LockBackend} face they share.
  */
 export class RedisLockBackend implements LockBackend {
@@ -175,6 +177,11 @@ export class RedisLockBackend implements LockBackend {
       const quit = c.client.quit().catch(() => undefined);
       if (!(await withDeadline(quit, commandTimeoutMs))) c.client.disconnect();
     }
+  }
+
+  /** See {@link LockBackend.probe}: the server, or every Cluster master. */
+  probe(timeoutMs?: number): Promise<LockBackendHealth> {
+    return probeRedisBackend(this.context, timeoutMs);
   }
 
   /**

@@ -48,9 +48,15 @@ export interface RedisLockBackendOptions {
   readonly freeOnDisconnect?: boolean;
 }
 
-/** See {@link RedisLockBackendOptions.replicaAcks}. */
+/**
+ * See {@link RedisLockBackendOptions.replicaAcks}.
+ *
+ * @inline
+ */
 export interface ReplicaAcks {
+  /** How many replicas must confirm a grant (`WAIT`). */
   readonly replicas: number;
+  /** How long to wait for them, in ms. Default 1000. */
   readonly timeoutMs?: number;
 }
 

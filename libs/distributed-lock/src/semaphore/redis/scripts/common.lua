@@ -1,0 +1,97 @@
+-- Shared by every semaphore script. KEYS: 1 holders (ZSET token -> lease end,
+-- ms), 2 permits (HASH token -> permits held), 3 queue (ZSET token -> arrival
+-- number), 4 queue liveness (ZSET token -> when the waiter's entry lapses),
+-- 5 meta (HASH limit, seq), 6 wants (HASH queued token -> permits it asks
+-- for). All six share the semaphore's hash tag.
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+-- Drops holders whose lease ended and waiters that stopped renewing their
+-- place; true when anything went.
+local function purge()
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+  if #gone > 0 then
+    redis.call('HDEL', KEYS[2], unpack(gone))
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  end
+  local left = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
+  if #left > 0 then
+    redis.call('ZREM', KEYS[3], unpack(left))
+    redis.call('HDEL', KEYS[6], unpack(left))
+    redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  end
+  return #gone > 0 or #left > 0
+end
+
+-- Permits held now (after purge).
+local function used()
+  local total = 0
+  local counts = redis.call('HVALS', KEYS[2])
+  for i = 1, #counts do
+    total = total + tonumber(counts[i])
+  end
+  return total
+end
+
+-- What the first `count` queued callers ask for together (0 for none).
+local function wantedBy(count)
+  if count <= 0 then
+    return 0
+  end
+  local tokens = redis.call('ZRANGE', KEYS[3], 0, count - 1)
+  local total = 0
+  local wants = redis.call('HMGET', KEYS[6], unpack(tokens))
+  for i = 1, #wants do
+    total = total + (tonumber(wants[i]) or 1)
+  end
+  return total
+end
+
+-- Tells every queued caller that fits in the free permits, in queue order,
+-- to try again (the message is its token); stops at the first that does not
+-- fit, which keeps the queue first come, first served: nobody behind a large
+-- request passes it. Each asks for at least 1, so at most `free` are read.
+local function wakeFitting(channel, limit)
+  local free = limit - used()
+  if free <= 0 then
+    return
+  end
+  local tokens = redis.call('ZRANGE', KEYS[3], 0, free - 1)
+  if #tokens == 0 then
+    return
+  end
+  local wants = redis.call('HMGET', KEYS[6], unpack(tokens))
+  for i = 1, #tokens do
+    free = free - (tonumber(wants[i]) or 1)
+    if free < 0 then
+      return
+    end
+    redis.call('PUBLISH', channel, tokens[i])
+  end
+end
+
+-- The stored limit, or `fallback` when none is stored.
+local function limitOr(fallback)
+  return tonumber(redis.call('HGET', KEYS[5], 'limit')) or fallback
+end
+
+-- The keys live as long as the last lease or queue place, then go (the
+-- limit with them): an idle semaphore leaves nothing behind.
+local function tidy()
+  local lastHold = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  local lastWait = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
+  local last = 0
+  if #lastHold > 0 then
+    last = tonumber(lastHold[2])
+  end
+  if #lastWait > 0 and tonumber(lastWait[2]) > last then
+    last = tonumber(lastWait[2])
+  end
+  if last == 0 then
+    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+    return
+  end
+  for i = 1, 6 do
+    redis.call('PEXPIRE', KEYS[i], last - now + 1)
+  end
+end

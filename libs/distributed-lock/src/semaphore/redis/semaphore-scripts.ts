@@ -1,0 +1,43 @@
+import type { Cluster, Redis } from 'ioredis';
+import {
+  defineScripts,
+  readScriptWithIncludes,
+  type ScriptCommand,
+} from '../../backends/lua-scripts.js';
+
+const withIncludes = (name: string): string =>
+  readScriptWithIncludes(import.meta.url, name);
+
+/** One script per verb, each over the semaphore's six keys (see common.lua). */
+const scripts = {
+  semaphoreAcquire: { numberOfKeys: 6, lua: withIncludes('acquire') },
+  semaphoreExtend: { numberOfKeys: 6, lua: withIncludes('extend') },
+  semaphoreRelease: { numberOfKeys: 6, lua: withIncludes('release') },
+} as const;
+
+export type SemaphoreScripts = Record<keyof typeof scripts, ScriptCommand>;
+
+/** Registers the scripts on `client` (idempotent) and returns typed callers. */
+export function defineSemaphoreScripts(
+  client: Redis | Cluster,
+): SemaphoreScripts {
+  return defineScripts(client, 'distributedLock', scripts);
+}
+
+/**
+ * The six keys of semaphore `key` (which ends in its `{name}` hash tag, so
+ * all share one Cluster slot), in the order the scripts take them.
+ */
+export function semaphoreKeys(key: string): string[] {
+  return [
+    `${key}:holders`,
+    `${key}:permits`,
+    `${key}:queue`,
+    `${key}:queue-alive`,
+    `${key}:meta`,
+    `${key}:wants`,
+  ];
+}
+
+/** The pub/sub channel on which semaphore `key`'s queue head is woken. */
+export const wakeChannel = (key: string): string => `${key}:wake`;
