@@ -4,7 +4,17 @@ import { parseArgs } from 'node:util';
 import { contenders } from './contenders/index.js';
 
 export const repoRoot = fileURLToPath(new URL('../', import.meta.url));
-export const allScenarios = ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H'] as const;
+export const allScenarios = [
+  'A',
+  'B',
+  'C',
+  'D',
+  'E',
+  'F',
+  'G',
+  'H',
+  'I',
+] as const;
 export type Scenario = (typeof allScenarios)[number];
 
 function usage(): string {
@@ -13,7 +23,7 @@ function usage(): string {
     '       npm run bench:smoke',
     '',
     '  --smoke       short slices, one repetition, ~20,000 soak cycles (about a minute)',
-    '  --only LIST   scenarios to run, e.g. A,C (default: A,B,C,D,E,F,G,H)',
+    '  --only LIST   scenarios to run, e.g. A,C (default: A,B,C,D,E,F,G,H,I)',
     '  --out DIR     where the report goes (default: docs/benchmarks, smoke: .bench-output/smoke)',
     '  --contenders LIST  only these contenders besides the baselines, e.g. ours-service,redlock5',
     '  --render FILE rewrite the report and chart from a JSON file of an earlier run (no benchmark)',

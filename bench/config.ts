@@ -58,6 +58,19 @@ export interface BenchConfig {
     readonly couponStock: number;
     readonly maxDurationMs: number;
   };
+  /** I: many callers on a few-permit semaphore, one permit each. */
+  readonly semaphore: {
+    readonly reps: number;
+    readonly windowMs: number;
+    /** Callers (loops) in all, spread evenly over the processes. */
+    readonly callers: number;
+    readonly processes: number;
+    /** Permits of the semaphore. */
+    readonly limit: number;
+    readonly holds: readonly number[];
+    /** Longest wait for stragglers after the window before giving up on them. */
+    readonly drainMs: number;
+  };
   readonly soak: {
     readonly cycles: number;
     readonly loops: number;
@@ -105,6 +118,15 @@ export const fullConfig: BenchConfig = {
     couponStock: 200,
     maxDurationMs: 60_000,
   },
+  semaphore: {
+    reps: 3,
+    windowMs: 2_000,
+    callers: 32,
+    processes: 4,
+    limit: 4,
+    holds: [0, 1],
+    drainMs: 15_000,
+  },
   soak: { cycles: 1_000_000, loops: 64, keys: 16, checkpoints: 10 },
 };
 
@@ -139,6 +161,16 @@ export const smokeConfig: BenchConfig = {
     users: 200,
     couponStock: 50,
     maxDurationMs: 20_000,
+  },
+  semaphore: {
+    reps: 1,
+    windowMs: 200,
+    callers: 32,
+    // Fewer worker processes to start (each contender has its own).
+    processes: 2,
+    limit: 4,
+    holds: [1],
+    drainMs: 5_000,
   },
   soak: { cycles: 20_000, loops: 64, keys: 16, checkpoints: 4 },
 };

@@ -5,6 +5,7 @@ import type { ServerCeilingResult } from './scenarios/e-server.js';
 import type { FlashSaleResult } from './scenarios/f-flash-sale.js';
 import type { SoakResult } from './scenarios/g-soak.js';
 import type { DeploymentsResult } from './scenarios/h-deployments.js';
+import type { SemaphoreResult } from './scenarios/i-semaphore.js';
 import type { UncontendedResult } from './scenarios/uncontended.js';
 
 export interface MachineInfo {
@@ -37,6 +38,7 @@ export interface BenchResults {
   readonly F?: FlashSaleResult;
   readonly G?: SoakResult;
   readonly H?: DeploymentsResult;
+  readonly I?: SemaphoreResult;
   /** Failures of the harness or of a contender, one line each. */
   readonly errors: readonly string[];
 }

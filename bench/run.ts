@@ -5,7 +5,7 @@
  *   node --import @swc-node/register/esm-register bench/run.ts [--smoke] [--only A,C] [--out DIR]
  *
  * Starts its own redis-server processes on free loopback ports, runs the
- * scenarios A-H (see the report's Method section), and writes a Markdown
+ * scenarios A-I (see the report's Method section), and writes a Markdown
  * report, the raw JSON and an SVG chart of C to DIR (full: docs/benchmarks,
  * smoke: .bench-output/smoke), then prints the ratios and the targets. Exits
  * 1 when a scenario or a contender failed, never because of a speed figure.
@@ -26,6 +26,7 @@ import {
   contenders,
   contentionIds,
   quorumIds,
+  semaphoreIds,
   uncontendedIds,
 } from './contenders/index.js';
 import { installedVersion } from './contenders/versions.js';
@@ -49,6 +50,10 @@ import {
   plannedDeployments,
   runDeployments,
 } from './scenarios/h-deployments.js';
+import {
+  plannedSemaphore,
+  runSemaphoreScenario,
+} from './scenarios/i-semaphore.js';
 import { plannedUncontended, runUncontended } from './scenarios/uncontended.js';
 import { NamedWorkers } from './workers/pool.js';
 
@@ -136,6 +141,7 @@ async function main(): Promise<void> {
     H:
       (2 * (config.deployments.warmupMs + config.deployments.sliceMs)) / 1000 +
       0.5,
+    I: config.semaphore.windowMs / 1000 + 0.6,
   };
   const uncontendedCount = cli.pick(uncontendedIds).length;
   const planned: Record<Scenario, number> = {
@@ -148,6 +154,7 @@ async function main(): Promise<void> {
     F: plannedFlashSale(ctx),
     G: plannedSoak(ctx),
     H: plannedDeployments(ctx),
+    I: plannedSemaphore(ctx, cli.pick(semaphoreIds).length),
   };
   for (const s of cli.only) progress.plan(planned[s], secondsEach[s]);
 
@@ -180,6 +187,7 @@ async function main(): Promise<void> {
     await attempt('F', () => runFlashSale(ctx));
     await attempt('G', () => runSoak(ctx));
     await attempt('H', () => runDeployments(ctx));
+    await attempt('I', () => runSemaphoreScenario(ctx, cli.pick(semaphoreIds)));
   } finally {
     progress.finish();
     await uncontendedWorkers.stop();
@@ -212,7 +220,12 @@ async function main(): Promise<void> {
 }
 
 // Referenced so that a contender typo fails at startup, not mid-run.
-for (const id of [...uncontendedIds, ...contentionIds, ...quorumIds])
+for (const id of [
+  ...uncontendedIds,
+  ...contentionIds,
+  ...quorumIds,
+  ...semaphoreIds,
+])
   contender(id);
 
 await main();

@@ -23,6 +23,8 @@ const rawModule = (): Promise<ContenderModule> => import('./raw.js');
 const rawFifoModule = (): Promise<ContenderModule> => import('./raw-fifo.js');
 const oursModule = (): Promise<ContenderModule> => import('./ours.js');
 const peersModule = (): Promise<ContenderModule> => import('./peers.js');
+const rawSemaphoreModule = (): Promise<ContenderModule> =>
+  import('./raw-semaphore.js');
 
 const ours = `nest-distributed-lock (this repo) on ioredis ${v.ioredis}, Nest ${v.nest}`;
 const defaultRetries =
@@ -153,6 +155,27 @@ const all: readonly Contender[] = [
     library: 'redis-semaphore',
     load: peersModule,
   },
+  {
+    id: 'raw-semaphore',
+    label: 'raw ZSET semaphore (baseline)',
+    detail: `one EVALSHA script drops expired holders from a sorted set (scored by expiry on the server's clock) and adds the token when fewer than the limit hold one; ZREM releases; 1 ms polling, no queue; ioredis ${v.ioredis}`,
+    kind: 'baseline',
+    library: 'ioredis',
+    load: rawSemaphoreModule,
+  },
+  oursContender(
+    'ours-semaphore',
+    'ours: SemaphoreService',
+    'SemaphoreService.acquire(key, { limit, permits: 1 }), module defaults (watchdog lease, FIFO queue, pub/sub wake-ups)',
+  ),
+  {
+    id: 'semaphore-semaphore',
+    label: `redis-semaphore ${v.semaphore} Semaphore`,
+    detail: `redis-semaphore ${v.semaphore} Semaphore on ioredis ${v.ioredis}; defaults (retryInterval 10 ms, acquireTimeout 10 s, no queue)`,
+    kind: 'peer',
+    library: 'redis-semaphore',
+    load: peersModule,
+  },
 ];
 
 /** Every contender by id (workers look them up by it). */
@@ -206,6 +229,13 @@ export const contentionIds = [
   'sesame-10ms',
   'semaphore-mutex',
   'semaphore-redlock-mutex',
+];
+
+/** Semaphore (I): one permit each of a few-permit semaphore, many callers. */
+export const semaphoreIds = [
+  'raw-semaphore',
+  'ours-semaphore',
+  'semaphore-semaphore',
 ];
 
 /** Quorum (D): ours and the peers' Redlock modes. */

@@ -5,6 +5,7 @@ import {
   DistributedLock,
   DistributedLockModule,
   LockService,
+  SemaphoreService,
   type DistributedLockModuleOptions,
 } from '@app/distributed-lock';
 import type {
@@ -116,6 +117,32 @@ const openDecorator: OpenContender = async ({ urls }) => {
 };
 
 /**
+ * I: one permit of a `limit`-permit semaphore through
+ * `SemaphoreService.acquire()` / `handle.release()`, at the module defaults
+ * (watchdog lease, FIFO queue with pub/sub wake-ups).
+ */
+const openSemaphore: OpenContender = async ({ urls }) => {
+  const app = await createContext({ redis: urls[0] });
+  const semaphores = app.get(SemaphoreService);
+  return {
+    async acquire(key, { signal, limit }): Promise<HeldLock> {
+      if (limit === undefined) throw new Error('ours-semaphore needs a limit');
+      const handle = await semaphores.acquire(key, {
+        limit,
+        permits: 1,
+        signal,
+      });
+      return {
+        release: async () => {
+          await handle.release();
+        },
+      };
+    },
+    close: () => app.close(),
+  };
+};
+
+/**
  * Through `LockService.acquire()` / `handle.release()` (the fenced one also
  * takes the fencing token of every hold, with `fence: true`, as code guarding
  * a resource with it would), and through the decorator.
@@ -130,4 +157,5 @@ export const openers: ContenderModule['openers'] = {
   // Explicit leases, as the Redlock peers use.
   'ours-quorum': ({ urls }) => lockServiceOn({ nodes: [...urls] }, true),
   'ours-decorator': openDecorator,
+  'ours-semaphore': openSemaphore,
 };

@@ -3,7 +3,7 @@ import IORedis4 from 'ioredis4';
 import Redlock4 from 'redlock4';
 import Redlock5 from 'redlock5';
 import { Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
-import { Mutex, RedlockMutex } from 'redis-semaphore';
+import { Mutex, RedlockMutex, Semaphore } from 'redis-semaphore';
 import { connectIoredis, quitAll } from './clients.js';
 import type {
   ContenderInstance,
@@ -98,6 +98,23 @@ const openSemaphoreRedlockMutex: OpenContender = async ({ urls }) => {
   };
 };
 
+/** I: one permit of redis-semaphore's counting Semaphore (polls every 10 ms, no queue). */
+const openSemaphoreSemaphore: OpenContender = async ({ urls }) => {
+  const [client] = await connectAll(urls.slice(0, 1));
+  return {
+    async acquire(key, { ttlMs, signal, limit }): Promise<HeldLock> {
+      if (limit === undefined)
+        throw new Error('semaphore-semaphore needs a limit');
+      const semaphore = new Semaphore(client, key, limit, {
+        lockTimeout: ttlMs,
+      });
+      await semaphore.acquire(signal);
+      return { release: () => semaphore.release() };
+    },
+    close: () => quitAll([client]),
+  };
+};
+
 export const openers: ContenderModule['openers'] = {
   redlock4: redlock4(false),
   'redlock4-10ms': redlock4(true),
@@ -107,4 +124,5 @@ export const openers: ContenderModule['openers'] = {
   'sesame-10ms': redlock5Api(SesameRedlock, true),
   'semaphore-mutex': openSemaphoreMutex,
   'semaphore-redlock-mutex': openSemaphoreRedlockMutex,
+  'semaphore-semaphore': openSemaphoreSemaphore,
 };

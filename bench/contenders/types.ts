@@ -8,6 +8,8 @@ export interface AcquireOptions {
   readonly ttlMs: number;
   /** Aborting it makes a waiting acquisition give up (where the contender supports it). */
   readonly signal?: AbortSignal;
+  /** Permits the semaphore has in all (I's semaphore contenders take one of them; locks ignore it). */
+  readonly limit?: number;
 }
 
 /** One process's handle on a lock implementation: its clients, its lock objects. */

@@ -5,6 +5,7 @@ import { contentionTable } from './sections/c-contention.js';
 import { quorumTable } from './sections/d-quorum.js';
 import { soakSummary } from './sections/g-soak.js';
 import { deploymentsTable } from './sections/h-deployments.js';
+import { semaphoreTable } from './sections/i-semaphore.js';
 import { targetsTable } from './sections/intro.js';
 import { comparedRows } from './sections/uncontended.js';
 import { checkTargets } from './targets.js';
@@ -64,6 +65,13 @@ export function consoleSummary(r: BenchResults): string {
     out.push(
       `H  deployments, ours / raw on each (${r.H.reps} repetition(s); informational):`,
       deploymentsTable(r.H),
+      '',
+    );
+  }
+  for (const variant of r.I?.variants ?? []) {
+    out.push(
+      `I  semaphore, ${r.I!.callers} callers on ${r.I!.limit} permits: ${variant.label} (${r.I!.reps} repetition(s)):`,
+      semaphoreTable(variant, r.I!.limit),
       '',
     );
   }

@@ -74,6 +74,12 @@ export function collectErrors(r: Partial<BenchResults>): string[] {
   for (const row of r.H?.rows ?? []) {
     if (row.error) found.push(`H (${row.label}): ${row.error}`);
   }
+  for (const variant of r.I?.variants ?? []) {
+    for (const row of variant.rows) {
+      if (row.error)
+        found.push(`I (${variant.label}): ${row.label}: ${row.error}`);
+    }
+  }
   return found;
 }
 

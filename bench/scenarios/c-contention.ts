@@ -9,6 +9,7 @@ import {
 } from '../stats.js';
 import { WorkerPool } from '../workers/pool.js';
 import type { ContentionEvents, ContentionSpec } from './contention-core.js';
+import { RepeatedWindows } from './repeated-windows.js';
 import {
   analyzeContention,
   type ContentionFigures,
@@ -65,8 +66,6 @@ export interface ContentionResult {
   readonly processesPerContender?: boolean;
   readonly variants: ContentionVariantResult[];
 }
-
-const slot = (variant: number, id: string) => `${variant}|${id}`;
 
 export function contentionVariants(ctx: BenchContext): ContentionVariant[] {
   const { holds, processes, contenders } = ctx.config.contention;
@@ -146,9 +145,7 @@ export async function runContentionScenario(
   // all started before the first window; the one-process variants run in
   // the first of them.
   const pools = new Map(ids.map((id) => [id, new WorkerPool(processes)]));
-  /** Each variant's and contender's windows, by repetition. */
-  const windows = new Map<string, Map<number, ContentionFigures>>();
-  const errors = new Map<string, string>();
+  const windows = new RepeatedWindows<ContentionFigures>();
   try {
     await withTimeout(
       Promise.all([...pools.values()].map((pool) => pool.ready())),
@@ -170,8 +167,7 @@ export async function runContentionScenario(
           ctx.progress.step(
             `C: ${variant.label}: ${id} (rep ${rep + 1}/${reps})`,
           );
-          const at = slot(v, id);
-          if (errors.has(at)) continue;
+          if (windows.failed(v, id)) continue;
           const key = `bench:C:${v}:${id}:${rep}`;
           const spec = (who: number[], startAt: number): ContentionSpec => ({
             key,
@@ -183,38 +179,33 @@ export async function runContentionScenario(
             drainMs,
           });
           const pool = pools.get(id)!;
-          try {
-            const per = contenders / variant.processes;
-            await pool.open(id, [ctx.server.url], variant.processes);
-            let parts: ContentionEvents[];
-            // Far enough ahead for every worker to get its spec.
-            const startAt = nowMs() + 100;
-            try {
-              parts = await pool.run(
-                Array.from({ length: variant.processes }, (_, w) =>
-                  spec(
-                    Array.from({ length: per }, (_slot, i) => w * per + i),
-                    startAt,
+          await windows.run(
+            v,
+            id,
+            rep,
+            async () => {
+              const per = contenders / variant.processes;
+              await pool.open(id, [ctx.server.url], variant.processes);
+              let parts: ContentionEvents[];
+              // Far enough ahead for every worker to get its spec.
+              const startAt = nowMs() + 100;
+              try {
+                parts = await pool.run(
+                  Array.from({ length: variant.processes }, (_, w) =>
+                    spec(
+                      Array.from({ length: per }, (_slot, i) => w * per + i),
+                      startAt,
+                    ),
                   ),
-                ),
-              );
-            } finally {
-              await pool.close();
-            }
-            const figures = analyzeContention(
-              parts,
-              contenders,
-              startAt,
-              windowMs,
-            );
-            if (!windows.has(at)) windows.set(at, new Map());
-            windows.get(at)!.set(rep, figures);
-          } catch (error) {
-            errors.set(at, errorText(error));
-            ctx.progress.log(
-              `C: ${variant.label}: ${id} failed: ${errorText(error)}`,
-            );
-          }
+                );
+              } finally {
+                await pool.close();
+              }
+              return analyzeContention(parts, contenders, startAt, windowMs);
+            },
+            (text) =>
+              ctx.progress.log(`C: ${variant.label}: ${id} failed: ${text}`),
+          );
           await ctx.admin.flushall();
         }
       }
@@ -223,12 +214,7 @@ export async function runContentionScenario(
     await Promise.all([...pools.values()].map((pool) => pool.stop()));
   }
 
-  const rate = (v: number, id: string) =>
-    new Map(
-      [...(windows.get(slot(v, id)) ?? [])].map(
-        ([rep, f]) => [rep, f.acquisitionsPerSec] as const,
-      ),
-    );
+  const rate = (v: number, id: string) => windows.rates(v, id);
   return {
     contenders,
     reps,
@@ -238,7 +224,7 @@ export async function runContentionScenario(
     variants: variants.map((variant, v) => ({
       ...variant,
       rows: ids.map((id): ContentionRow => {
-        const w = [...(windows.get(slot(v, id))?.values() ?? [])];
+        const w = windows.figures(v, id);
         const m = (pick: (f: ContentionFigures) => number) =>
           median(w.map(pick));
         const toRaw = perRepetitionRatios(rate(v, id), rate(v, 'raw'));
@@ -247,7 +233,7 @@ export async function runContentionScenario(
           id,
           label: contender(id).label,
           windows: w,
-          error: errors.get(slot(v, id)),
+          error: windows.error(v, id),
           acquisitionsPerSec: m((f) => f.acquisitionsPerSec),
           ratio: median(toRaw),
           ratioToFifo: ids.includes('raw-fifo')

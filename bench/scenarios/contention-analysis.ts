@@ -24,6 +24,19 @@ export interface ContentionFigures {
   readonly firstError?: string;
 }
 
+/** C's fairness (most acquisitions of one contender over the fewest, Infinity when one got none) and starved contenders. */
+export function fairnessOf(perContender: readonly number[]): {
+  fairness: number;
+  starved: number;
+} {
+  const most = Math.max(...perContender);
+  const least = Math.min(...perContender);
+  return {
+    fairness: least === 0 ? Number.POSITIVE_INFINITY : most / least,
+    starved: perContender.filter((n) => n === 0).length,
+  };
+}
+
 /** Merges the processes' events of one window and computes its figures. */
 export function analyzeContention(
   parts: readonly ContentionEvents[],
@@ -65,8 +78,7 @@ export function analyzeContention(
     if (prev.who === row.who) selfHandoffs += 1;
     else handoffs.push(row.acq - prev.rel);
   }
-  const most = Math.max(...perContender);
-  const least = Math.min(...perContender);
+  const { fairness, starved } = fairnessOf(perContender);
   const latency = summarize(handoffs);
   return {
     acquisitions: rows.length,
@@ -75,8 +87,8 @@ export function analyzeContention(
     handoffP99: latency.p99,
     handoffs: handoffs.length,
     longestWaitMs: longestWait,
-    fairness: least === 0 ? Number.POSITIVE_INFINITY : most / least,
-    starved: perContender.filter((n) => n === 0).length,
+    fairness,
+    starved,
     selfHandoffShare: rows.length > 1 ? selfHandoffs / (rows.length - 1) : 0,
     perContender,
     overlaps,

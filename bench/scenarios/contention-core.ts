@@ -14,6 +14,8 @@ export interface ContentionSpec {
   readonly windowMs: number;
   readonly ttlMs: number;
   readonly drainMs: number;
+  /** I: the semaphore's permits in all (each loop takes one); absent for locks. */
+  readonly limit?: number;
 }
 
 /** What one process saw; timestamps on the shared clock. */
@@ -59,6 +61,7 @@ export async function runContention(
           held = await instance.acquire(spec.key, {
             ttlMs: spec.ttlMs,
             signal: stop.signal,
+            limit: spec.limit,
           });
         } catch (error) {
           if (stop.signal.aborted || nowMs() >= end) break;
