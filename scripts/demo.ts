@@ -1,145 +1,34 @@
 /**
- * `npm run demo`: the flash-sale sample app with a simulated crowd.
+ * `npm run demo`: the flash-sale sample app, 3 instances, and a simulated crowd.
  *
- * Starts the app on PORT (default 3000) with its no-setup defaults (Redis at
- * 127.0.0.1:6379 or a local redis-server it starts, the embedded PGlite
- * database when DATABASE_URL is unset), makes sure a coupon is on sale,
- * prints the page's URL, then lets a crowd of users try to buy it. The page
- * shows the stock drop to 0 and the orders arrive. At the end it prints what
- * the crowd got and checks the invariants against the database, then keeps
- * serving the page until Ctrl-C.
+ * Starts 3 app instances as processes on PORT, PORT+1, PORT+2 (default
+ * 3000-3002) sharing one Redis and one database (REDIS_URL and DATABASE_URL,
+ * else a private redis-server and the embedded database, both started here),
+ * creates a coupon, prints the page's URL, then lets a crowd of users buy it
+ * through all three. The page of any instance shows all of them: charts,
+ * invariants, and Kill buttons (or --kill-at) to SIGKILL one mid-sale and
+ * watch the others carry on. At the end it prints what the crowd got and
+ * checks the invariants against the database and Redis, then keeps serving
+ * the page until Ctrl-C.
  *
  *   npm run demo                         # watch at http://127.0.0.1:3000/
  *   npm run demo -- --exit               # stop after the summary
+ *   npm run demo -- --kill-at 4          # kill the last instance 4 s into the crowd
  *   npm run demo -- --users 500 --stock 50 --seconds 10 --rate 5 --delay 0
  */
-import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import type { AddressInfo } from 'node:net';
-import { parseArgs } from 'node:util';
-import type { INestApplication, LoggerService } from '@nestjs/common';
+import { checkInvariants } from '../apps/flash-sale/loadtest/invariants.js';
 import { loadConfig } from '../apps/flash-sale/src/config/app-config.js';
-import { DATABASE } from '../apps/flash-sale/src/database/database.module.js';
-import type { Db } from '../apps/flash-sale/src/database/database.types.js';
-import { createApp } from '../apps/flash-sale/src/main.js';
-
-const USAGE = `Usage: npm run demo -- [options]
-
-  --users N     simulated users (default 200)
-  --rate R      requests per second per user (default 5)
-  --seconds S   how long users keep arriving (default 8); they keep trying 2 s more
-  --stock N     stock of the coupon the demo creates (default 20)
-  --delay S     seconds to wait before the crowd arrives (default 5; 0 with --exit)
-  --exit        stop after the summary instead of serving the page until Ctrl-C
-
-Environment: PORT (default 3000), REDIS_URL, DATABASE_URL and the app's other
-variables (see apps/flash-sale/README.md).`;
-
-interface Options {
-  readonly users: number;
-  readonly rate: number;
-  readonly rampMs: number;
-  readonly tailMs: number;
-  readonly stock: number;
-  readonly delayMs: number;
-  readonly exit: boolean;
-}
-
-function numberOption(
-  name: string,
-  value: string | undefined,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  if (value === undefined) return fallback;
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed < min || parsed > max) {
-    console.error(`--${name} must be a number from ${min} to ${max}\n`);
-    console.error(USAGE);
-    process.exit(2);
-  }
-  return parsed;
-}
-
-function parseDemoArgs() {
-  return parseArgs({
-    options: {
-      users: { type: 'string' },
-      rate: { type: 'string' },
-      seconds: { type: 'string' },
-      stock: { type: 'string' },
-      delay: { type: 'string' },
-      exit: { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  });
-}
-
-function parseOptions(): Options {
-  let parsed: ReturnType<typeof parseDemoArgs>;
-  try {
-    parsed = parseDemoArgs();
-  } catch (error) {
-    console.error(`${(error as Error).message}\n`);
-    console.error(USAGE);
-    process.exit(2);
-  }
-  const { values } = parsed;
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
-  return {
-    users: Math.round(numberOption('users', values.users, 200, 1, 5_000)),
-    rate: numberOption('rate', values.rate, 5, 0.1, 50),
-    rampMs: numberOption('seconds', values.seconds, 8, 0, 120) * 1_000,
-    tailMs: 2_000,
-    stock: Math.round(numberOption('stock', values.stock, 20, 1, 1_000_000)),
-    delayMs:
-      numberOption('delay', values.delay, values.exit ? 0 : 5, 0, 600) * 1_000,
-    exit: values.exit,
-  };
-}
-
-/** Nest's own start-up lines (modules, routes) are noise here; the app's are kept. */
-const QUIET_CONTEXTS = new Set([
-  'NestFactory',
-  'InstanceLoader',
-  'RoutesResolver',
-  'RouterExplorer',
-  'NestApplication',
-]);
-
-const demoLogger: LoggerService = {
-  log: (message: unknown, ...rest: unknown[]) => {
-    const context = rest.at(-1);
-    if (typeof context === 'string' && QUIET_CONTEXTS.has(context)) return;
-    console.log(`  app: ${String(message)}`);
-  },
-  warn: (message: unknown) => console.warn(`  app warning: ${String(message)}`),
-  error: (message: unknown, ...rest: unknown[]) => {
-    const detail = rest.find(
-      (part) => typeof part === 'string' && part.includes('\n'),
-    );
-    console.error(`  app error: ${String(message)}`);
-    if (detail) console.error(detail);
-  },
-};
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
-
-const count = (value: number) => value.toLocaleString('en-US');
+import { startDemoCluster, type DemoCluster } from './demo/cluster.js';
+import {
+  answerLine,
+  count,
+  percentile,
+  runCrowd,
+  sleep,
+  type CrowdResult,
+} from './demo/crowd.js';
+import { parseDemoOptions, type DemoOptions } from './demo/options.js';
 
 interface CouponDetails {
   readonly id: number;
@@ -147,7 +36,6 @@ interface CouponDetails {
   readonly stock: number;
   readonly remaining: number;
   readonly sold: number;
-  readonly saleState: string;
 }
 
 async function api<T>(
@@ -165,227 +53,114 @@ async function api<T>(
   return body;
 }
 
-/** A coupon on sale that the crowd can sell out, or a new one. */
-async function pickCoupon(
-  base: string,
-  options: Options,
-): Promise<{ coupon: CouponDetails; created: boolean }> {
-  const coupons = await api<CouponDetails[]>(base, '/api/coupons?limit=100');
-  const open = coupons.find(
-    (coupon) =>
-      coupon.saleState === 'on_sale' &&
-      coupon.remaining > 0 &&
-      coupon.remaining <= options.users,
-  );
-  if (open) return { coupon: open, created: false };
-  const created = await api<{ id: number }>(base, '/api/coupons', {
+/** The first instance that answers `path`. */
+async function fromAnyInstance<T>(
+  bases: readonly string[],
+  path: string,
+): Promise<T> {
+  let last: unknown;
+  for (const base of bases) {
+    try {
+      return await api<T>(base, path);
+    } catch (error) {
+      last = error;
+    }
+  }
+  throw last;
+}
+
+async function createCoupon(
+  cluster: DemoCluster,
+  options: DemoOptions,
+): Promise<CouponDetails> {
+  const created = await api<{ id: number }>(cluster.bases[0], '/api/coupons', {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
+    headers: {
+      'Content-Type': 'application/json',
+      Authorization: `Bearer ${cluster.adminToken}`,
+    },
     body: JSON.stringify({
       name: 'Demo coupon',
       price: 9.99,
       stock: options.stock,
     }),
   });
-  return {
-    coupon: await api<CouponDetails>(base, `/api/coupons/${created.id}`),
-    created: true,
-  };
+  return api<CouponDetails>(cluster.bases[0], `/api/coupons/${created.id}`);
 }
 
-interface CrowdResult {
-  /** Ends every user id of this run. */
-  readonly run: string;
-  readonly requests: number;
-  readonly seconds: number;
-  /** Answers by `ok` or error code. */
-  readonly answers: Map<string, number>;
-  /** Order ids of the 201 answers, by user. */
-  readonly bought: Map<string, number[]>;
-  /** Response times in ms, in the order they came. */
-  readonly latencies: number[];
-}
-
-/**
- * `users` users arrive over `rampMs`, ever faster (user i at
- * rampMs * sqrt(i / users)), and each sends purchases one at a time, the next
- * about 1/rate s after the previous answer (so `rate` a second while answers
- * are quick), until `rampMs + tailMs` after the start.
- */
-async function runCrowd(
-  base: string,
-  couponId: number,
-  options: Options,
+/** `--kill-at`: SIGKILLs the last instance that long into the crowd. */
+function scheduleKill(
+  cluster: DemoCluster,
+  options: DemoOptions,
   signal: AbortSignal,
-  onTick: (result: CrowdResult) => Promise<void>,
-): Promise<CrowdResult> {
-  // user-001-<run>: the number first, where the page does not cut it off.
-  const run = randomBytes(3).toString('hex');
-  const answers = new Map<string, number>();
-  const bought = new Map<string, number[]>();
-  const latencies: number[] = [];
-  let requests = 0;
-  const started = performance.now();
-  const endsAt = started + options.rampMs + options.tailMs;
-  const pause = 1_000 / options.rate;
-  const snapshot = (): CrowdResult => ({
-    run,
-    requests,
-    seconds: (performance.now() - started) / 1_000,
-    answers,
-    bought,
-    latencies,
+): void {
+  if (options.killAtMs === undefined || cluster.instances.length < 2) return;
+  const victim = cluster.instances.at(-1)!;
+  void sleep(options.killAtMs, signal).then(async () => {
+    if (signal.aborted) return;
+    console.log(
+      `  SIGKILL instance ${victim.index + 1} (port ${victim.port}, pid ${victim.pid}): the others carry on`,
+    );
+    await victim.kill();
   });
-
-  const user = async (index: number) => {
-    const userId = `user-${String(index + 1).padStart(3, '0')}-${run}`;
-    await sleep(options.rampMs * Math.sqrt(index / options.users), signal);
-    while (performance.now() < endsAt && !signal.aborted) {
-      let answer: string;
-      const sent = performance.now();
-      try {
-        const response = await fetch(`${base}/api/coupon/seckill/${couponId}`, {
-          method: 'POST',
-          headers: { userId },
-        });
-        const body = (await response.json()) as {
-          ok?: boolean;
-          orderId?: number;
-          code?: string;
-        };
-        if (response.status === 201 && body.ok === true) {
-          answer = 'ok';
-          bought.set(userId, [...(bought.get(userId) ?? []), body.orderId!]);
-        } else {
-          answer = body.code ?? `HTTP ${response.status}`;
-        }
-      } catch {
-        answer = 'NO_ANSWER';
-      }
-      requests += 1;
-      latencies.push(performance.now() - sent);
-      answers.set(answer, (answers.get(answer) ?? 0) + 1);
-      // About `rate` a second, with jitter so that users do not move in step.
-      await sleep(pause * (0.5 + Math.random()), signal);
-    }
-  };
-
-  const done = new AbortController();
-  const stopTicking = AbortSignal.any([signal, done.signal]);
-  const ticker = (async () => {
-    for (;;) {
-      await sleep(1_000, stopTicking);
-      if (stopTicking.aborted) return;
-      await onTick(snapshot()).catch(() => undefined);
-    }
-  })();
-  await Promise.all(Array.from({ length: options.users }, (_, i) => user(i)));
-  done.abort();
-  await ticker;
-  return snapshot();
 }
 
-function percentile(values: number[], p: number): number {
-  if (values.length === 0) return 0;
-  const sorted = values.toSorted((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
+function printCrowd(crowd: CrowdResult): void {
+  console.log(
+    `\nThe crowd sent ${count(crowd.requests)} requests in ${crowd.seconds.toFixed(1)} s ` +
+      `(${count(Math.round(crowd.requests / Math.max(crowd.seconds, 0.001)))}/s).`,
+  );
+  console.log(`Answers: ${answerLine(crowd.answers)}.`);
+  console.log(
+    `Response time: median ${percentile(crowd.latencies, 0.5).toFixed(0)} ms, ` +
+      `p99 ${percentile(crowd.latencies, 0.99).toFixed(0)} ms ` +
+      '(purchases of one coupon queue for its lock, one at a time).',
+  );
+  console.log(`Users who got the coupon: ${count(crowd.bought.size)}.`);
 }
 
-function answerLine(answers: Map<string, number>): string {
-  return [...answers]
-    .toSorted((a, b) => b[1] - a[1])
-    .map(([answer, n]) => `${answer} ${count(n)}`)
-    .join(', ');
-}
-
-/** The invariants, checked against the database and Redis after the crowd. */
-async function checkInvariants(
-  app: INestApplication,
-  base: string,
+async function verify(
+  cluster: DemoCluster,
   coupon: CouponDetails,
   crowd: CrowdResult,
 ): Promise<boolean> {
-  const db = app.get<Db>(DATABASE);
-  const after = await api<CouponDetails>(base, `/api/coupons/${coupon.id}`);
-  const totals = await db
-    .selectFrom('orders')
-    .select((eb) => [
-      eb.fn.countAll<string>().as('orders'),
-      eb.fn.count<string>('userId').distinct().as('buyers'),
-    ])
-    .where('couponId', '=', coupon.id)
-    .executeTakeFirstOrThrow();
-  const orders = Number(totals.orders);
-  const buyers = Number(totals.buyers);
-  const crowdOrders = await db
-    .selectFrom('orders')
-    .select(['id', 'userId'])
-    .where('couponId', '=', coupon.id)
-    .where('userId', 'like', `user-%-${crowd.run}`)
-    .execute();
-  const inDatabase = new Map(crowdOrders.map((row) => [row.userId, row.id]));
-  const okAnswers = [...crowd.bought.values()].flat().length;
-  const everyOkStored = [...crowd.bought].every(
-    ([userId, ids]) => ids.length === 1 && inDatabase.get(userId) === ids[0],
-  );
-
-  const checks: [string, boolean][] = [
-    [
-      `orders in the database (${count(orders)}) = stock (${count(coupon.stock)}) - remaining in Redis (${count(after.remaining)})`,
-      orders === coupon.stock - after.remaining,
-    ],
-    [
-      `one order per user: ${count(orders)} orders from ${count(buyers)} distinct users`,
-      orders === buyers,
-    ],
-    [
-      `every 201 has its order: ${count(okAnswers)} answers, ${count(crowdOrders.length)} orders of the crowd`,
-      everyOkStored && okAnswers === crowdOrders.length,
-    ],
-    [
-      `never oversold: ${count(orders)} <= ${count(coupon.stock)}`,
-      orders <= coupon.stock,
-    ],
-  ];
+  const { invariants } = await checkInvariants({
+    databaseUrl: cluster.databaseUrl,
+    redisUrl: cluster.redisUrl,
+    couponId: coupon.id,
+    successes: [...crowd.bought].flatMap(([userId, ids]) =>
+      ids.map((orderId) => ({ userId, orderId })),
+    ),
+  });
   console.log('\nInvariants:');
-  for (const [text, ok] of checks) {
-    console.log(`  ${ok ? 'ok  ' : 'FAIL'} ${text}`);
+  for (const invariant of invariants) {
+    console.log(
+      `  ${invariant.ok ? 'ok  ' : 'FAIL'} ${invariant.name}: ${invariant.detail}`,
+    );
   }
-  return checks.every(([, ok]) => ok);
+  return invariants.every((invariant) => invariant.ok);
 }
 
 async function main(): Promise<number> {
-  const options = parseOptions();
+  const options = parseDemoOptions();
   const { port } = loadConfig(process.env);
-
-  console.log('Starting the flash-sale app (Redis, database, migrations)…');
-  let app: INestApplication;
+  console.log(
+    `Starting ${options.instances} flash-sale instance(s) on ports ${port}-${port + options.instances - 1} (Redis, database, migrations)…`,
+  );
+  let cluster: DemoCluster;
   try {
-    app = await createApp({ logger: demoLogger });
+    cluster = await startDemoCluster(options.instances, port, (index, line) => {
+      if (/\b(error|warn)/i.test(line))
+        console.log(`  app ${index + 1}: ${line}`);
+    });
   } catch (error) {
-    console.error(`Cannot start the app: ${(error as Error).message}`);
+    console.error(`Cannot start the demo: ${(error as Error).message}`);
     return 1;
   }
-  try {
-    await app.listen(port);
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    console.error(
-      code === 'EADDRINUSE'
-        ? `Port ${port} is in use. Pick another one: PORT=3001 npm run demo`
-        : `Cannot listen on port ${port}: ${(error as Error).message}`,
-    );
-    await app.close();
-    return 1;
-  }
-  const address = app.getHttpServer().address() as AddressInfo;
-  const base = `http://127.0.0.1:${address.port}`;
 
   const stop = new AbortController();
   // Every waiting user listens for it.
   setMaxListeners(options.users + 10, stop.signal);
-  let stopping: Promise<void> | undefined;
-  const shutdown = () => (stopping ??= app.close());
   const onSignal = (signal: NodeJS.Signals) => {
     if (stop.signal.aborted) {
       console.error(`${signal} again: exiting now`);
@@ -399,12 +174,15 @@ async function main(): Promise<number> {
 
   let ok = true;
   try {
-    const { coupon, created } = await pickCoupon(base, options);
+    const coupon = await createCoupon(cluster, options);
     console.log(
-      `${created ? 'Created' : 'Using'} coupon #${coupon.id} "${coupon.name}": ` +
-        `${count(coupon.remaining)} of ${count(coupon.stock)} left.`,
+      `Created coupon #${coupon.id} "${coupon.name}": ${count(coupon.stock)} in stock.`,
     );
-    console.log(`\nOpen ${base}/ in a browser to watch the sale.\n`);
+    console.log(`\nAdmin token (ADMIN_TOKEN): ${cluster.adminToken}`);
+    console.log(
+      `Open ${cluster.bases[0]}/#admin=${cluster.adminToken} to watch the sale ` +
+        `(any of ${cluster.bases.join(', ')} shows all instances; the token enables the Kill buttons and the form).\n`,
+    );
     if (options.delayMs > 0) {
       console.log(
         `The crowd (${count(options.users)} users) arrives in ${options.delayMs / 1_000} s…`,
@@ -413,17 +191,18 @@ async function main(): Promise<number> {
     }
     if (!stop.signal.aborted) {
       console.log(
-        `Crowd: ${count(options.users)} users arriving over ${options.rampMs / 1_000} s, ` +
-          `each buying about ${options.rate} times a second (one request at a time), for ${(options.rampMs + options.tailMs) / 1_000} s.`,
+        `Crowd: ${count(options.users)} users over ${options.rampMs / 1_000} s through ${cluster.bases.length} instance(s), ` +
+          `each buying about ${options.rate} times a second, for ${(options.rampMs + options.tailMs) / 1_000} s.`,
       );
+      scheduleKill(cluster, options, stop.signal);
       const crowd = await runCrowd(
-        base,
+        cluster.bases,
         coupon.id,
         options,
         stop.signal,
         async (progress) => {
-          const now = await api<CouponDetails>(
-            base,
+          const now = await fromAnyInstance<CouponDetails>(
+            cluster.bases,
             `/api/coupons/${coupon.id}`,
           );
           console.log(
@@ -432,26 +211,15 @@ async function main(): Promise<number> {
           );
         },
       );
-      const buyers = new Set(crowd.bought.keys()).size;
-      console.log(
-        `\nThe crowd sent ${count(crowd.requests)} requests in ${crowd.seconds.toFixed(1)} s ` +
-          `(${count(Math.round(crowd.requests / Math.max(crowd.seconds, 0.001)))}/s).`,
-      );
-      console.log(`Answers: ${answerLine(crowd.answers)}.`);
-      console.log(
-        `Response time: median ${percentile(crowd.latencies, 0.5).toFixed(0)} ms, ` +
-          `p99 ${percentile(crowd.latencies, 0.99).toFixed(0)} ms ` +
-          '(purchases of one coupon queue for its lock, one at a time).',
-      );
-      console.log(`Users who got the coupon: ${count(buyers)}.`);
-      ok = await checkInvariants(app, base, coupon, crowd);
+      printCrowd(crowd);
+      ok = await verify(cluster, coupon, crowd);
       console.log(
         ok ? '\nAll invariants hold.' : '\nAn invariant does not hold!',
       );
     }
     if (!options.exit && !stop.signal.aborted) {
       console.log(
-        `\nStill serving ${base}/ (create coupons and buy from the page). Press Ctrl-C to stop.`,
+        `\nStill serving ${cluster.bases.join(', ')} (create coupons, buy and kill instances from the page). Press Ctrl-C to stop.`,
       );
       await new Promise<void>((resolve) =>
         stop.signal.addEventListener('abort', () => resolve(), { once: true }),
@@ -461,7 +229,7 @@ async function main(): Promise<number> {
     console.error(`The demo failed: ${(error as Error).message}`);
     ok = false;
   } finally {
-    await shutdown();
+    await cluster.close();
   }
   return ok ? 0 : 1;
 }

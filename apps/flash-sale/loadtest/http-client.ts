@@ -55,9 +55,10 @@ export class InstanceClient {
     method: string,
     path: string,
     body?: unknown,
+    headers: Record<string, string> = {},
   ): Promise<{ status: number; body: unknown }> {
     const text = body === undefined ? undefined : JSON.stringify(body);
-    const result = await this.raw(method, path, {}, text);
+    const result = await this.raw(method, path, headers, text);
     if ('error' in result)
       throw new Error(`${method} ${path}: ${result.error}`);
     return { status: result.status, body: parse(result.text) };

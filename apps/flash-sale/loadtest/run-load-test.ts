@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { getFreePort } from '../../../test/support/ports.js';
+import { configuredAdminToken } from '../src/web/admin-token.guard.js';
 import { openDatabase, openRedis, type Backend } from './backends.js';
 import { repoRoot } from './child-process.js';
 import { drive, type CrashScenario } from './drive-load.js';
@@ -67,8 +69,12 @@ export async function runLoadTest(
     );
     const ports = await choosePorts(options);
     const lockOff = new Set<number>();
+    // The instances' admin token, to create the coupon.
+    const adminToken =
+      configuredAdminToken() ?? randomBytes(24).toString('hex');
     const env: NodeJS.ProcessEnv = {
       ...process.env,
+      ADMIN_TOKEN: adminToken,
       ...options.instanceEnv,
       REDIS_URL: redis.url,
       DATABASE_URL: database.url,
@@ -121,11 +127,16 @@ export async function runLoadTest(
         new InstanceClient(port, options.concurrency, options.requestTimeoutMs),
       );
     }
-    const created = await clients[0].json('POST', '/api/coupons', {
-      name: `Load test ${startedAt.toISOString()}`,
-      price: 1,
-      stock: options.couponStock,
-    });
+    const created = await clients[0].json(
+      'POST',
+      '/api/coupons',
+      {
+        name: `Load test ${startedAt.toISOString()}`,
+        price: 1,
+        stock: options.couponStock,
+      },
+      { Authorization: `Bearer ${env.ADMIN_TOKEN}` },
+    );
     const couponId = (created.body as { id?: unknown } | undefined)?.id;
     if (created.status !== 201 || typeof couponId !== 'number') {
       throw new Error(

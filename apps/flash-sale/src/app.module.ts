@@ -63,6 +63,8 @@ export class AppModule {
           freeOnDisconnect: config.seckill.freeOnDisconnect,
           commandTimeout: config.backendTimeout,
           mapError: mapLockError,
+          // The distributed_lock_* metrics of /metrics and of the page.
+          metrics: true,
           isGlobal: true,
         }),
         OrderModule,

@@ -2,7 +2,10 @@ import type { LoggerService } from '@nestjs/common';
 import type { AppConfig } from './config/app-config.js';
 import { createDatabase } from './database/database.js';
 import type { Db } from './database/database.types.js';
-import { openEmbeddedDatabase } from './database/embedded-db.js';
+import {
+  openEmbeddedDatabase,
+  type EmbeddedDatabase,
+} from './database/embedded-db.js';
 import { migrateToLatest } from './database/migrator.js';
 import { redactUrl } from './common/redact-url.js';
 import type { RedisClient } from './redis/redis-client.js';
@@ -23,7 +26,10 @@ export interface AppRuntime {
   readonly db: Db;
   /** Where the database is, without password. */
   readonly databaseLabel: string;
-  /** Whether this instance hosts the embedded database (others connect to it). */
+  /**
+   * Whether this instance hosts the embedded database now (others connect
+   * to it); it may become the host later, when the host exits.
+   */
   readonly hostsEmbeddedDatabase: boolean;
   /** Closes everything, in reverse order of opening; safe to call twice. */
   close(): Promise<void>;
@@ -52,6 +58,22 @@ async function migrate(url: string, label: string): Promise<string[]> {
   }
 }
 
+/**
+ * What an instance does when the embedded database's host exited and this
+ * instance won the port but cannot open the data directory: it says why and
+ * what to do, and exits (code 1) rather than answer 503 forever; any other
+ * instance may still take over, or a restart reports the same at startup.
+ */
+function exitOnUnrecoverableDatabase(
+  logger: LoggerService,
+  error: Error,
+): void {
+  logger.error(
+    `Cannot take over the embedded database, exiting: ${error.message}`,
+  );
+  process.exit(1);
+}
+
 export async function openRuntime(
   config: AppConfig,
   logger: LoggerService,
@@ -71,22 +93,32 @@ export async function openRuntime(
 
     let url = config.databaseUrl;
     let label = url ? redactUrl(url) : '';
-    let hostsEmbeddedDatabase = false;
+    let embedded: EmbeddedDatabase | undefined;
     if (url === undefined) {
-      const embedded = await openEmbeddedDatabase({
+      const database = await openEmbeddedDatabase({
         ...config.embeddedDb,
         logger,
       });
-      closers.push(() => embedded.close());
-      url = embedded.url;
+      embedded = database;
+      closers.push(() => database.close());
+      url = database.url;
       label = `embedded PGlite at ${url}`;
-      hostsEmbeddedDatabase = embedded.hosted;
     }
     const { db } = createDatabase({
       url,
       poolSize: config.dbPoolSize ?? (config.databaseUrl ? 10 : 4),
       timeout: config.backendTimeout,
       label,
+      // A failed connection to the embedded database may mean its host
+      // exited: take over, or reconnect to the instance that did.
+      onConnectionLost:
+        embedded &&
+        ((error) =>
+          void embedded
+            .recover(error)
+            .catch((failure: unknown) =>
+              exitOnUnrecoverableDatabase(logger, failure as Error),
+            )),
     });
     closers.push(() => db.destroy());
     const applied = await migrate(url, label);
@@ -100,7 +132,9 @@ export async function openRuntime(
       redis,
       db,
       databaseLabel: label,
-      hostsEmbeddedDatabase,
+      get hostsEmbeddedDatabase() {
+        return embedded?.hosted ?? false;
+      },
       close: () => (closed ??= closeAll()),
     };
   } catch (error) {

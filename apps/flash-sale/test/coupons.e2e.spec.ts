@@ -1,41 +1,24 @@
-import { Redis } from 'ioredis';
 import { stockKey } from '../src/coupon/stock-cache.js';
 import {
+  adminAuth,
   buy,
   couponBody,
   createCoupon,
-  useSaleBackends,
+  useSaleApp,
   findTestPostgres,
-  startApp,
-  type TestApp,
 } from './support/harness.js';
 
 const postgres = await findTestPostgres();
 
 describe.skipIf(!postgres)('coupon endpoints and /health', () => {
-  const sale = useSaleBackends(postgres!);
-  let redis: Redis;
-  let app: TestApp;
-
-  beforeAll(async () => {
-    redis = new Redis(sale.redisServer.url);
-    redis.on('error', () => undefined);
-    app = await startApp({
-      redisUrl: sale.redisServer.url,
-      databaseUrl: sale.db.url,
-    });
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    redis?.disconnect();
-  });
+  const shop = useSaleApp(postgres!);
 
   describe('POST /api/coupons', () => {
     it('creates a coupon on sale from now for a day, and loads its stock into Redis', async () => {
       const before = Date.now();
-      const response = await app.http
+      const response = await shop.app.http
         .post('/api/coupons')
+        .set(...adminAuth())
         .send({ name: '  Half price  ', price: 19.99, stock: 100 })
         .expect(201);
 
@@ -53,12 +36,13 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
       expect(startAt).toBeGreaterThanOrEqual(before - 1_000);
       expect(startAt).toBeLessThanOrEqual(Date.now());
       expect(endAt - startAt).toBe(24 * 3_600_000);
-      expect(await redis.get(stockKey(response.body.id))).toBe('100');
+      expect(await shop.redis.get(stockKey(response.body.id))).toBe('100');
     });
 
     it('keeps an explicit window and accepts a stock of 0 and a price of 0', async () => {
-      const response = await app.http
+      const response = await shop.app.http
         .post('/api/coupons')
+        .set(...adminAuth())
         .send({
           name: 'Free',
           price: 0,
@@ -96,8 +80,9 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
       ],
       ['an unknown field', { discount: 5 }],
     ])('answers 400 BAD_REQUEST for %s', async (_case, fields) => {
-      const response = await app.http
+      const response = await shop.app.http
         .post('/api/coupons')
+        .set(...adminAuth())
         .send({ ...couponBody(), ...fields })
         .expect(400);
 
@@ -110,8 +95,9 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
 
     it('answers 400 for a body that is not a JSON object', async () => {
       for (const body of ['[1, 2]', '"text"', '{"name":', 'null']) {
-        const response = await app.http
+        const response = await shop.app.http
           .post('/api/coupons')
+          .set(...adminAuth())
           .set('content-type', 'application/json')
           .send(body)
           .expect(400);
@@ -122,13 +108,19 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
 
   describe('GET /api/coupons and /api/coupons/:id', () => {
     it('shows remaining (Redis) and sold (database), newest first', async () => {
-      const first = await createCoupon(app.http, { name: 'First', stock: 4 });
-      const second = await createCoupon(app.http, { name: 'Second', stock: 2 });
-      await buy(app.http, first, 'u1').expect(201);
-      await buy(app.http, second, 'u1').expect(201);
-      await buy(app.http, second, 'u2').expect(201);
+      const first = await createCoupon(shop.app.http, {
+        name: 'First',
+        stock: 4,
+      });
+      const second = await createCoupon(shop.app.http, {
+        name: 'Second',
+        stock: 2,
+      });
+      await buy(shop.app.http, first, 'u1').expect(201);
+      await buy(shop.app.http, second, 'u1').expect(201);
+      await buy(shop.app.http, second, 'u2').expect(201);
 
-      const list = await app.http.get('/api/coupons').expect(200);
+      const list = await shop.app.http.get('/api/coupons').expect(200);
       const ids = (list.body as { id: number }[]).map((coupon) => coupon.id);
       expect(ids.indexOf(second)).toBeLessThan(ids.indexOf(first));
       expect(list.body).toEqual(
@@ -151,19 +143,23 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
         ]),
       );
 
-      const one = await app.http.get(`/api/coupons/${first}`).expect(200);
+      const one = await shop.app.http.get(`/api/coupons/${first}`).expect(200);
       expect(one.body).toMatchObject({ id: first, remaining: 3, sold: 1 });
 
-      const limited = await app.http.get('/api/coupons?limit=1').expect(200);
+      const limited = await shop.app.http
+        .get('/api/coupons?limit=1')
+        .expect(200);
       expect(limited.body).toHaveLength(1);
     });
 
     it('answers 404 for an unknown coupon and 400 for a malformed id or limit', async () => {
-      const missing = await app.http.get('/api/coupons/424242').expect(404);
+      const missing = await shop.app.http
+        .get('/api/coupons/424242')
+        .expect(404);
       expect(missing.body).toMatchObject({ ok: false, code: 'NOT_FOUND' });
-      await app.http.get('/api/coupons/abc').expect(400);
+      await shop.app.http.get('/api/coupons/abc').expect(400);
       for (const limit of ['0', '1001', 'abc', '-5', '2.5']) {
-        const response = await app.http
+        const response = await shop.app.http
           .get(`/api/coupons?limit=${limit}`)
           .expect(400);
         expect(response.body).toMatchObject({ code: 'BAD_REQUEST' });
@@ -173,12 +169,15 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
 
   describe('GET /api/coupons/:id/orders', () => {
     it('lists orders with userId, newest first, up to ?limit=', async () => {
-      const couponId = await createCoupon(app.http, { stock: 5, price: 2.5 });
+      const couponId = await createCoupon(shop.app.http, {
+        stock: 5,
+        price: 2.5,
+      });
       for (const user of ['first', 'second', 'third']) {
-        await buy(app.http, couponId, user).expect(201);
+        await buy(shop.app.http, couponId, user).expect(201);
       }
 
-      const all = await app.http
+      const all = await shop.app.http
         .get(`/api/coupons/${couponId}/orders`)
         .expect(200);
       expect(all.body).toEqual([
@@ -194,20 +193,22 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
         createdAt: expect.any(String),
       });
 
-      const two = await app.http
+      const two = await shop.app.http
         .get(`/api/coupons/${couponId}/orders?limit=2`)
         .expect(200);
       expect(two.body.map((order: { userId: string }) => order.userId)).toEqual(
         ['third', 'second'],
       );
-      await app.http.get('/api/coupons/424242/orders').expect(404);
-      await app.http.get(`/api/coupons/${couponId}/orders?limit=0`).expect(400);
+      await shop.app.http.get('/api/coupons/424242/orders').expect(404);
+      await shop.app.http
+        .get(`/api/coupons/${couponId}/orders?limit=0`)
+        .expect(400);
     });
   });
 
   describe('errors in general', () => {
     it('answers unknown routes with the same JSON shape', async () => {
-      const response = await app.http.get('/api/nothing-here').expect(404);
+      const response = await shop.app.http.get('/api/nothing-here').expect(404);
       expect(response.body).toEqual({
         ok: false,
         code: 'NOT_FOUND',
@@ -219,8 +220,8 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
   describe('GET /health and an outage of Redis', () => {
     it('answers 200 when Redis and the database answer, naming the lock session', async () => {
       // Creating a coupon takes its lock, so the instance has a session.
-      await createCoupon(app.http, { stock: 1 });
-      const response = await app.http.get('/health').expect(200);
+      await createCoupon(shop.app.http, { stock: 1 });
+      const response = await shop.app.http.get('/health').expect(200);
       expect(response.body).toEqual({
         ok: true,
         redis: 'up',
@@ -228,46 +229,48 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
         lockSession: expect.any(String),
       });
       const { lockSession } = response.body as { lockSession: string };
-      expect(await redis.exists(`lock:session:{${lockSession}}`)).toBe(1);
+      expect(await shop.redis.exists(`lock:session:{${lockSession}}`)).toBe(1);
     });
 
     it('answers 503 quickly while Redis is down, and recovers when it is back', async () => {
-      const couponId = await createCoupon(app.http, { stock: 3 });
-      await buy(app.http, couponId, 'before').expect(201);
-      await sale.redisServer.stop();
+      const couponId = await createCoupon(shop.app.http, { stock: 3 });
+      await buy(shop.app.http, couponId, 'before').expect(201);
+      await shop.sale.redisServer.stop();
       try {
         const startedAt = Date.now();
-        const health = await app.http.get('/health').expect(503);
+        const health = await shop.app.http.get('/health').expect(503);
         expect(health.body).toMatchObject({
           ok: false,
           redis: 'down',
           database: 'up',
         });
 
-        const purchase = await buy(app.http, couponId, 'during').expect(503);
+        const purchase = await buy(shop.app.http, couponId, 'during').expect(
+          503,
+        );
         expect(purchase.body).toEqual({
           ok: false,
           code: 'UNAVAILABLE',
           message: expect.any(String),
         });
-        const details = await app.http
+        const details = await shop.app.http
           .get(`/api/coupons/${couponId}`)
           .expect(503);
         expect(details.body).toMatchObject({ code: 'UNAVAILABLE' });
         expect(Date.now() - startedAt).toBeLessThan(10_000);
       } finally {
         // Back empty: the coupon's stock is reloaded from the database.
-        await sale.redisServer.restart();
+        await shop.sale.redisServer.restart();
       }
       await vi.waitFor(
         async () => {
-          await app.http.get('/health').expect(200);
+          await shop.app.http.get('/health').expect(200);
         },
         { timeout: 5_000, interval: 100 },
       );
-      await buy(app.http, couponId, 'before').expect(409);
-      await buy(app.http, couponId, 'after').expect(201);
-      const details = await app.http
+      await buy(shop.app.http, couponId, 'before').expect(409);
+      await buy(shop.app.http, couponId, 'after').expect(201);
+      const details = await shop.app.http
         .get(`/api/coupons/${couponId}`)
         .expect(200);
       expect(details.body).toMatchObject({ remaining: 1, sold: 2 });

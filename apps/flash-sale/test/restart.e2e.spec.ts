@@ -196,7 +196,10 @@ describe.skipIf(!postgres)('restarting the app', () => {
       const migrations = await fresh.query<{ name: string }>(
         'select name from kysely_migration',
       );
-      expect(migrations).toEqual([{ name: '0001-create-coupons-and-orders' }]);
+      expect(migrations).toEqual([
+        { name: '0001-create-coupons-and-orders' },
+        { name: '0002-count-sold-units' },
+      ]);
       const couponId = await createCoupon(apps[0].http, { stock: 1 });
       await buy(apps[1].http, couponId, 'x').expect(201);
       await buy(apps[2].http, couponId, 'y').expect(409);

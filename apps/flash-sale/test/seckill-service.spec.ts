@@ -9,6 +9,7 @@ import type { CouponService } from '../src/coupon/coupon.service.js';
 import type { Coupon } from '../src/coupon/coupon.types.js';
 import type { StockReconciler } from '../src/coupon/stock-reconciler.js';
 import type { OrderRepository } from '../src/order/order.repository.js';
+import type { PurchaseLedger } from '../src/order/purchase-ledger.js';
 import { SeckillService } from '../src/seckill/seckill.service.js';
 
 const lostConnection = () => new Error('Connection terminated unexpectedly');
@@ -16,9 +17,9 @@ const lostConnection = () => new Error('Connection terminated unexpectedly');
 /**
  * The purchase logic with the database replaced by stubs, to reach outcomes
  * a real database rarely produces on demand: a connection that dies after
- * the insert was sent, when nobody knows whether it committed.
+ * the sale's transaction was sent, when nobody knows whether it committed.
  */
-describe('SeckillService when the order insert fails', () => {
+describe('SeckillService when the sale transaction fails', () => {
   let server: RedisServerHandle;
   let redis: Redis;
   const coupon: Coupon = {
@@ -46,7 +47,7 @@ describe('SeckillService when the order insert fails', () => {
     await redis.set(stockKey(1), 3);
   });
 
-  function service(orders: Partial<OrderRepository>) {
+  function service(ledger: Partial<PurchaseLedger>) {
     const suspects = new Set<number>();
     const reconciler = {
       isSuspect: (id: number) => suspects.has(id),
@@ -59,16 +60,19 @@ describe('SeckillService when the order insert fails', () => {
       seckill: new SeckillService(
         redis,
         coupons as unknown as CouponService,
-        orders as OrderRepository,
+        {
+          find: () => Promise.resolve(undefined),
+        } as unknown as OrderRepository,
+        ledger as PurchaseLedger,
         reconciler as unknown as StockReconciler,
       ),
     };
   }
 
-  it('answers success when the lost insert did commit', async () => {
+  it('answers success, and undoes nothing, when the unanswered commit did commit', async () => {
     const { seckill } = service({
-      insert: () => Promise.reject(lostConnection()),
-      find: () => Promise.resolve({ id: 42 }),
+      record: () => Promise.reject(lostConnection()),
+      settledOrder: () => Promise.resolve({ id: 42 }),
     });
 
     await expect(seckill.purchase(1, 'u')).resolves.toEqual({ orderId: 42 });
@@ -76,10 +80,10 @@ describe('SeckillService when the order insert fails', () => {
     expect(await redis.sismember(buyersKey(1), 'u')).toBe(1);
   });
 
-  it('undoes the purchase when the lost insert did not commit', async () => {
+  it('undoes the purchase when the database proves the unanswered commit did not commit', async () => {
     const { seckill } = service({
-      insert: () => Promise.reject(lostConnection()),
-      find: () => Promise.resolve(undefined),
+      record: () => Promise.reject(lostConnection()),
+      settledOrder: () => Promise.resolve(undefined),
     });
 
     const error = await seckill.purchase(1, 'u').catch((e: unknown) => e);
@@ -91,8 +95,8 @@ describe('SeckillService when the order insert fails', () => {
 
   it('drops the coupon from Redis when the outcome cannot be known, so it is reloaded', async () => {
     const { seckill, suspects } = service({
-      insert: () => Promise.reject(lostConnection()),
-      find: () => Promise.reject(lostConnection()),
+      record: () => Promise.reject(lostConnection()),
+      settledOrder: () => Promise.reject(lostConnection()),
     });
 
     const error = await seckill.purchase(1, 'u').catch((e: unknown) => e);
@@ -102,20 +106,20 @@ describe('SeckillService when the order insert fails', () => {
     expect(suspects.has(1)).toBe(true);
   });
 
-  it('undoes at once when the database rejected the insert', async () => {
-    const find = vi.fn();
+  it('undoes at once when the database rejected the transaction', async () => {
+    const settledOrder = vi.fn();
     const { seckill } = service({
-      insert: () =>
+      record: () =>
         Promise.reject(
           Object.assign(new Error('relation "orders" does not exist'), {
             code: '42P01',
           }),
         ),
-      find,
+      settledOrder,
     });
 
     await expect(seckill.purchase(1, 'u')).rejects.toBeInstanceOf(AppException);
-    expect(find).not.toHaveBeenCalled();
+    expect(settledOrder).not.toHaveBeenCalled();
     expect(await redis.get(stockKey(1))).toBe('3');
   });
 });

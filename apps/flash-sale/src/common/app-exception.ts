@@ -3,6 +3,8 @@ import { HttpException, HttpStatus } from '@nestjs/common';
 /** Machine-readable codes of every error answer the app gives. */
 export type ErrorCode =
   | 'BAD_REQUEST'
+  | 'UNAUTHORIZED'
+  | 'FORBIDDEN'
   | 'NOT_FOUND'
   | 'SOLD_OUT'
   | 'ALREADY_PURCHASED'
@@ -19,6 +21,8 @@ export interface ErrorBody {
   readonly ok: false;
   readonly code: ErrorCode;
   readonly message: string;
+  /** ALREADY_PURCHASED only: the user's existing order. */
+  readonly orderId?: number;
 }
 
 /**
@@ -31,9 +35,16 @@ export class AppException extends HttpException {
     status: number,
     message: string,
     readonly retryAfter?: number,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; orderId?: number },
   ) {
-    super({ ok: false, code, message } satisfies ErrorBody, status, options);
+    const body: ErrorBody = { ok: false, code, message };
+    super(
+      options?.orderId === undefined
+        ? body
+        : { ...body, orderId: options.orderId },
+      status,
+      options,
+    );
   }
 
   get body(): ErrorBody {
@@ -50,11 +61,14 @@ export const notFound = (message: string) =>
 export const soldOut = () =>
   new AppException('SOLD_OUT', HttpStatus.CONFLICT, 'The coupon is sold out');
 
-export const alreadyPurchased = () =>
+/** A repeat (or retried) purchase: 409 with the order the database has for the user. */
+export const alreadyPurchased = (orderId: number) =>
   new AppException(
     'ALREADY_PURCHASED',
     HttpStatus.CONFLICT,
     'This user has already bought this coupon',
+    undefined,
+    { orderId },
   );
 
 export const notOnSale = (message: string) =>

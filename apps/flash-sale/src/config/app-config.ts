@@ -86,6 +86,12 @@ export interface AppConfig {
   readonly backendTimeout: number;
   /** How long an instance keeps a coupon's name, price and sale window in memory, in ms (`COUPON_CACHE_MS`, default 2000). */
   readonly couponCacheTtl: number;
+  /**
+   * How often each instance compares Redis and `coupons.sold` with the orders
+   * of every coupon on sale and repairs what differs, in ms
+   * (`STOCK_REPAIR_INTERVAL_MS`, default 15000; `0` turns it off).
+   */
+  readonly stockRepairInterval: number;
 }
 
 /** A Redis node or Sentinel address. */
@@ -200,6 +206,7 @@ export function loadConfig(
     },
     backendTimeout: int('BACKEND_TIMEOUT_MS', 2_000, 50, 60_000),
     couponCacheTtl: int('COUPON_CACHE_MS', 2_000, 0, 3_600_000),
+    stockRepairInterval: int('STOCK_REPAIR_INTERVAL_MS', 15_000, 0, 3_600_000),
   };
 }
 

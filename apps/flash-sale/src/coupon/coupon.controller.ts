@@ -1,7 +1,16 @@
-import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Param,
+  Post,
+  Query,
+  UseGuards,
+} from '@nestjs/common';
 import { LimitPipe } from '../common/pipes/limit.pipe.js';
 import { PositiveIntPipe } from '../common/pipes/positive-int.pipe.js';
 import type { OrderView } from '../order/order.types.js';
+import { AdminTokenGuard } from '../web/admin-token.guard.js';
 import { CouponService } from './coupon.service.js';
 import type { CouponDetails, CouponView } from './coupon.types.js';
 import {
@@ -15,6 +24,7 @@ export class CouponController {
 
   /** 201 `{ id, name, price, stock, startAt, endAt, status }` */
   @Post()
+  @UseGuards(AdminTokenGuard)
   create(
     @Body(new CreateCouponPipe()) input: CreateCouponInput,
   ): Promise<CouponView> {

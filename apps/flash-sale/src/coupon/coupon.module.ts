@@ -5,12 +5,19 @@ import { CouponRepository } from './coupon.repository.js';
 import { CouponService } from './coupon.service.js';
 import { StockCache } from './stock-cache.js';
 import { StockReconciler } from './stock-reconciler.js';
+import { StockRepairSchedule } from './stock-repair-schedule.js';
 
 @Module({
   imports: [OrderModule],
   controllers: [CouponController],
-  providers: [CouponRepository, CouponService, StockCache, StockReconciler],
-  exports: [CouponService, StockReconciler],
+  providers: [
+    CouponRepository,
+    CouponService,
+    StockCache,
+    StockReconciler,
+    StockRepairSchedule,
+  ],
+  exports: [CouponService, StockReconciler, StockRepairSchedule],
 })
 // oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
 export class CouponModule {}

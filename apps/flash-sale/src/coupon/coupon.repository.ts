@@ -43,6 +43,41 @@ export class CouponRepository {
       .execute();
   }
 
+  /**
+   * The database's figures for the coupon, read together: its stock, its
+   * `sold` column and its orders counted. The last two agree unless an order
+   * was written (or removed) around the purchase transaction.
+   */
+  async saleCounts(
+    id: number,
+  ): Promise<{ stock: number; sold: number; orders: number } | undefined> {
+    const row = await this.db
+      .selectFrom('coupons')
+      .select((eb) => [
+        'stock',
+        'sold',
+        eb
+          .selectFrom('orders')
+          .select(eb.fn.countAll<number>().as('count'))
+          .whereRef('orders.couponId', '=', 'coupons.id')
+          .as('orders'),
+      ])
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return (
+      row && { stock: row.stock, sold: row.sold, orders: Number(row.orders) }
+    );
+  }
+
+  /** Sets `sold` to the orders counted (fails with check_violation past the stock). */
+  async setSold(id: number, sold: number): Promise<void> {
+    await this.db
+      .updateTable('coupons')
+      .set({ sold })
+      .where('id', '=', id)
+      .execute();
+  }
+
   /** Active coupons whose sale has not ended: the ones whose stock belongs in Redis. */
   listSellable(now: Date): Promise<Coupon[]> {
     return this.db

@@ -93,13 +93,14 @@ function details(
   remainingInRedis: number | undefined,
 ): CouponDetails {
   // Redis has the live figure for coupons on sale; for others (ended, or not
-  // loaded yet) the database's is the same by construction.
-  const remaining = remainingInRedis ?? Math.max(0, coupon.stock - sold);
+  // loaded yet) the database's is the same by construction. Neither is
+  // clamped: a negative figure is a disagreement to see, not to hide.
+  const remaining = remainingInRedis ?? coupon.stock - sold;
   return {
     ...toCouponView(coupon),
     remaining,
     sold,
     saleState: saleState(coupon),
-    soldOut: remaining === 0,
+    soldOut: remaining <= 0,
   };
 }

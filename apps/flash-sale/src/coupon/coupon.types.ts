@@ -1,6 +1,7 @@
 import type { CouponRow, CouponStatus } from '../database/database.types.js';
 
-export type Coupon = Omit<CouponRow, 'createdAt'>;
+/** A coupon's fixed fields (`sold` changes with every sale: read it where needed). */
+export type Coupon = Omit<CouponRow, 'createdAt' | 'sold'>;
 
 /** Where a coupon stands: `on_sale` is the only state in which it can be bought. */
 export type SaleState = 'upcoming' | 'on_sale' | 'ended' | 'disabled';

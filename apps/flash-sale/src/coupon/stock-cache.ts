@@ -40,20 +40,36 @@ export class StockCache {
     return (await this.redis.sismember(buyersKey(couponId), userId)) === 1;
   }
 
+  /** What Redis holds for the coupon: remaining stock (undefined when not loaded) and buyers counted. */
+  async snapshot(
+    couponId: number,
+  ): Promise<{ remaining: number | undefined; buyers: number }> {
+    const [remaining, buyers] = await Promise.all([
+      this.redis.get(stockKey(couponId)),
+      this.redis.scard(buyersKey(couponId)),
+    ]);
+    return {
+      remaining: remaining === null ? undefined : Number(remaining),
+      buyers,
+    };
+  }
+
   /**
    * Replaces the coupon's Redis state with the database's: the buyers are
-   * exactly `buyerPages`, the remaining stock is `stock` minus their number.
-   * The new set is built under a temporary key and swapped in together with
-   * the stock in one MULTI, so readers never see half of it. Call it holding
-   * the coupon's lock.
+   * exactly `buyerPages`, the remaining stock is `remaining` as given (below
+   * zero if the database holds more orders than stock: seckill.lua then sells
+   * nothing, and the figure shows the excess rather than hiding it). The new
+   * set is built under a temporary key and swapped in together with the
+   * stock in one MULTI, so readers never see half of it. Call it holding the
+   * coupon's lock.
    */
   async replace(
     couponId: number,
-    stock: number,
+    remaining: number,
     buyerPages: AsyncIterable<string[]>,
-  ): Promise<{ remaining: number; sold: number }> {
+  ): Promise<{ buyers: number }> {
     const temporary = `${buyersKey(couponId)}:rebuild:${randomBytes(6).toString('hex')}`;
-    let sold = 0;
+    let buyers = 0;
     let swapped = false;
     try {
       for await (const page of buyerPages) {
@@ -64,12 +80,11 @@ export class StockCache {
             .sadd(temporary, ...chunk)
             .expire(temporary, REBUILD_TTL_SECONDS)
             .exec();
-          sold += chunk.length;
+          buyers += chunk.length;
         }
       }
-      const remaining = Math.max(0, stock - sold);
       const swap = this.redis.multi();
-      if (sold > 0) {
+      if (buyers > 0) {
         swap.rename(temporary, buyersKey(couponId));
         swap.persist(buyersKey(couponId));
       } else {
@@ -82,7 +97,7 @@ export class StockCache {
         throw failed ?? new Error('Redis discarded the stock update');
       }
       swapped = true;
-      return { remaining, sold };
+      return { buyers };
     } finally {
       if (!swapped) await this.redis.del(temporary).catch(() => undefined);
     }

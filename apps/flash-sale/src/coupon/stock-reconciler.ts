@@ -1,9 +1,9 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { LockService, currentLock, encodeKeyPart } from '@app/distributed-lock';
 import {
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-} from '@nestjs/common';
-import { LockService, encodeKeyPart } from '@app/distributed-lock';
+  countStockRepair,
+  registerStockRepairMetric,
+} from '../metrics/stock-repairs.js';
 import { OrderRepository } from '../order/order.repository.js';
 import { CouponRepository } from './coupon.repository.js';
 import type { Coupon } from './coupon.types.js';
@@ -14,19 +14,25 @@ export function couponLockKey(couponId: number): string {
   return `coupon:${encodeKeyPart(couponId)}`;
 }
 
+/** A coupon's stock as the database has it, after a reconciliation. */
+export interface StockState {
+  readonly remaining: number;
+  readonly sold: number;
+}
+
+/** How long `reconcile` waits for the coupon's lock by default (creation, purchases). */
+const RECONCILE_WAIT_MS = 30_000;
+
 /**
- * Makes Redis agree with the database, the source of truth: remaining stock =
- * stock - orders, buyers = the users with an order. Runs for every coupon
- * that is or will be on sale when the app starts (so a restart, even after
- * Redis lost its data, neither resells nor lets a user buy twice), when a
- * coupon is created, and when a purchase finds Redis without the coupon or a
- * failed undo left it off by one.
- *
- * Each run holds the coupon's lock, the same one purchases hold, so an
- * instance that starts during a sale never races with purchases on the others.
+ * Makes Redis and `coupons.sold` agree with the coupon's orders, the source
+ * of truth: remaining stock = stock - orders, buyers = the users with an
+ * order, sold = orders. Every disagreement found is logged and counted in
+ * `flash_sale_stock_repairs_total{side}` before it is repaired; nothing is
+ * clamped. Runs holding the coupon's lock, the one purchases hold, so it
+ * never races with a purchase on any instance (unless SECKILL_LOCK=off).
  */
 @Injectable()
-export class StockReconciler implements OnApplicationBootstrap {
+export class StockReconciler {
   private readonly logger = new Logger('StockReconciler');
   private readonly suspect = new Set<number>();
 
@@ -35,36 +41,38 @@ export class StockReconciler implements OnApplicationBootstrap {
     private readonly orders: OrderRepository,
     private readonly cache: StockCache,
     private readonly locks: LockService,
-  ) {}
-
-  async onApplicationBootstrap(): Promise<void> {
-    const sellable = await this.coupons.listSellable(new Date());
-    for (const coupon of sellable) await this.reconcile(coupon);
-    if (sellable.length > 0) {
-      this.logger.log(
-        `Loaded the stock and buyers of ${sellable.length} coupon(s) from the database into Redis`,
-      );
-    }
+  ) {
+    registerStockRepairMetric();
   }
 
   /**
    * Rebuilds the coupon's Redis state from the database under its lock
-   * (reentrant: a purchase that already holds it just continues).
+   * (reentrant: a purchase that already holds it just continues), waiting
+   * for the lock up to `waitTime` ms.
    */
-  reconcile(coupon: Coupon): Promise<{ remaining: number; sold: number }> {
+  reconcile(coupon: Coupon, waitTime = RECONCILE_WAIT_MS): Promise<StockState> {
     return this.locks.using(
       couponLockKey(coupon.id),
-      async () => {
-        const result = await this.cache.replace(
-          coupon.id,
-          coupon.stock,
-          this.orders.buyers(coupon.id),
-        );
-        this.suspect.delete(coupon.id);
-        return result;
-      },
-      { waitTime: 30_000 },
+      () => this.repair(coupon, true),
+      { waitTime },
     );
+  }
+
+  /**
+   * Compares the coupon's Redis state and `sold` with its orders and repairs
+   * what differs, if its lock is free within `waitTime` ms. Resolves null
+   * when it was busy (a purchase is running: nothing was checked).
+   */
+  async check(coupon: Coupon, waitTime: number): Promise<StockState | null> {
+    const lock = await this.locks.tryAcquire(couponLockKey(coupon.id), {
+      waitTime,
+    });
+    if (!lock) return null;
+    try {
+      return await lock.run(() => this.repair(coupon, false));
+    } finally {
+      await lock.release();
+    }
   }
 
   /** Remembers that Redis may disagree with the database for this coupon (an undo failed). */
@@ -74,5 +82,58 @@ export class StockReconciler implements OnApplicationBootstrap {
 
   isSuspect(couponId: number): boolean {
     return this.suspect.has(couponId);
+  }
+
+  /** Call holding the coupon's lock. `rebuild`: rewrite Redis even when the counts agree. */
+  private async repair(coupon: Coupon, rebuild: boolean): Promise<StockState> {
+    const counts = await this.coupons.saleCounts(coupon.id);
+    if (!counts) throw new Error(`Coupon ${coupon.id} is not in the database`);
+    if (counts.sold !== counts.orders) await this.repairSold(coupon.id, counts);
+
+    const remaining = counts.stock - counts.orders;
+    const cached = await this.cache.snapshot(coupon.id);
+    const loaded = cached.remaining !== undefined;
+    const differs =
+      loaded &&
+      (cached.remaining !== remaining || cached.buyers !== counts.orders);
+    if (differs) {
+      countStockRepair('redis');
+      this.logger.warn(
+        `Coupon ${coupon.id}: Redis had ${cached.remaining} left and ${cached.buyers} buyer(s), ` +
+          `the database ${remaining} left and ${counts.orders} order(s); Redis rewritten from the orders`,
+      );
+    }
+    if (rebuild || differs || !loaded) {
+      // A lock lost by now may let a purchase run beside this rewrite.
+      currentLock()?.signal.throwIfAborted();
+      await this.cache.replace(
+        coupon.id,
+        remaining,
+        this.orders.buyers(coupon.id),
+      );
+    }
+    this.suspect.delete(coupon.id);
+    return { remaining, sold: counts.orders };
+  }
+
+  /** `sold` disagrees with the orders (written around the purchase transaction). */
+  private async repairSold(
+    couponId: number,
+    counts: { stock: number; sold: number; orders: number },
+  ): Promise<void> {
+    countStockRepair('database');
+    if (counts.orders > counts.stock) {
+      // The CHECK keeps `sold` within the stock: the excess stays visible
+      // (the orders, and a negative remaining in Redis) for a person to settle.
+      this.logger.error(
+        `Coupon ${couponId} has ${counts.orders} orders for a stock of ${counts.stock}; ` +
+          `coupons.sold stays at ${counts.sold}`,
+      );
+      return;
+    }
+    this.logger.warn(
+      `Coupon ${couponId}: coupons.sold was ${counts.sold}, the orders are ${counts.orders}; sold set to ${counts.orders}`,
+    );
+    await this.coupons.setSold(couponId, counts.orders);
   }
 }

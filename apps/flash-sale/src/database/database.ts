@@ -14,6 +14,12 @@ export interface DatabaseConnectionOptions {
   readonly timeout: number;
   /** Shown in logs instead of the URL, which may carry a password. */
   readonly label: string;
+  /**
+   * Called when the server cannot be reached any more: a connection was
+   * refused, reset or closed under an idle client. The embedded database
+   * uses it to take over from a host that exited.
+   */
+  readonly onConnectionLost?: (error: Error) => void;
 }
 
 const { builtins } = pg.types;
@@ -55,17 +61,75 @@ export function createDatabase(options: DatabaseConnectionOptions): {
   // An idle client whose server went away emits 'error' on the pool; without
   // a listener that would crash the process.
   pool.on('error', (error) => {
+    options.onConnectionLost?.(error);
     if (error.message !== lastError) {
       logger.warn(`${options.label}: ${error.message}`);
       lastError = error.message;
     }
   });
-  pool.on('connect', () => {
+  pool.on('connect', (client) => {
     lastError = '';
+    // A client checked out of the pool (a transaction between two of its
+    // queries) whose server goes away emits 'error' on itself, not on the
+    // pool: the query in flight, or the next one, fails on its own.
+    client.on('error', (error) => options.onConnectionLost?.(error));
   });
+  if (options.onConnectionLost) {
+    reportFailedConnects(pool, options.onConnectionLost);
+  }
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool }),
     plugins: [new CamelCasePlugin()],
   });
   return { db, pool };
+}
+
+/**
+ * Errors that say the server is unreachable, went away or does not answer a
+ * new connection in time (not a failed statement).
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as {
+    code?: unknown;
+    message?: unknown;
+  };
+  if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE')
+    return true;
+  return (
+    typeof message === 'string' &&
+    /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect/i.test(
+      message,
+    )
+  );
+}
+
+type ConnectCallback = (
+  error: Error | undefined,
+  client: pg.PoolClient | undefined,
+  done: (release?: unknown) => void,
+) => void;
+
+/** Calls `report` with the connection failures of `pool.connect()`, in both its forms. */
+function reportFailedConnects(
+  pool: pg.Pool,
+  report: (error: Error) => void,
+): void {
+  const connect = pool.connect.bind(pool) as (
+    callback?: ConnectCallback,
+  ) => Promise<pg.PoolClient> | undefined;
+  const check = (error: unknown) => {
+    if (isConnectionFailure(error)) report(error as Error);
+  };
+  pool.connect = ((callback?: ConnectCallback) => {
+    if (callback) {
+      return connect((error, client, done) => {
+        if (error) check(error);
+        callback(error, client, done);
+      });
+    }
+    return connect()!.catch((error: unknown) => {
+      check(error);
+      throw error;
+    });
+  }) as typeof pool.connect;
 }

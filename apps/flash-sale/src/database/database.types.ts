@@ -15,8 +15,13 @@ export interface CouponTable {
   name: string;
   /** numeric(12,2), parsed to a number. */
   price: number;
-  /** The initial stock; what is left is `stock - count(orders)`. */
+  /** The initial stock; what is left is `stock - sold`. */
   stock: number;
+  /**
+   * Units sold: raised with each order insert in one transaction, never past
+   * `stock` (CHECK), and equal to the coupon's orders.
+   */
+  sold: ColumnType<number, number | undefined, number>;
   startAt: Date;
   endAt: Date;
   status: ColumnType<CouponStatus, CouponStatus | undefined, CouponStatus>;

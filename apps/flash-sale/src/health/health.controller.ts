@@ -1,15 +1,13 @@
-import { Controller, Get, HttpStatus, Inject, Res } from '@nestjs/common';
-import { sql } from 'kysely';
+import { Controller, Get, HttpStatus, Res } from '@nestjs/common';
+import { HealthCheck, type HealthCheckResult } from '@nestjs/terminus';
 import { LockService } from '@app/distributed-lock';
-import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
-import { DATABASE } from '../database/database.module.js';
-import type { Db } from '../database/database.types.js';
-import { REDIS_CLIENT, type RedisClient } from '../redis/redis-client.js';
+import { ReadinessCheck } from './readiness-check.js';
 
 type Status = 'up' | 'down';
 
 export interface HealthBody {
   readonly ok: boolean;
+  /** The lock store on the app's Redis (see `details.lock` of `/health/ready`). */
   readonly redis: Status;
   readonly database: Status;
   /**
@@ -22,52 +20,49 @@ export interface HealthBody {
 }
 
 /**
- * `GET /health`: 200 when Redis and the database both answer, else 503 saying
- * which is down; both with the instance's lock session.
+ * `GET /health/ready`: the readiness check, terminus's body (`status`,
+ * `info`, `error`, `details`), 200 or 503. `GET /health`: the same check in
+ * short, with the instance's lock session.
  */
 @Controller('health')
 export class HealthController {
   constructor(
-    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
-    @Inject(DATABASE) private readonly db: Db,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly readiness: ReadinessCheck,
     private readonly locks: LockService,
   ) {}
 
+  /** 200 when Redis and the database both answer, else 503 saying which is down. */
   @Get()
   async check(
     @Res({ passthrough: true }) response: { status(code: number): unknown },
   ): Promise<HealthBody> {
-    const [redis, database] = await Promise.all([
-      this.probe(() => this.redis.ping()),
-      this.probe(() => sql`select 1`.execute(this.db)),
-    ]);
-    const ok = redis === 'up' && database === 'up';
+    const result = await this.readiness.result();
+    const ok = result.status === 'ok';
     response.status(ok ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE);
     return {
       ok,
-      redis,
-      database,
+      redis: statusOf(result, 'lock'),
+      database: statusOf(result, 'database'),
       lockSession: this.locks.sessionId ?? null,
     };
   }
 
-  /** 'up' when `call` succeeds within the backend timeout. */
-  private async probe(call: () => Promise<unknown>): Promise<Status> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<Status>((resolve) => {
-      timer = setTimeout(() => resolve('down'), this.config.backendTimeout);
-    });
-    try {
-      return await Promise.race([
-        call().then(
-          () => 'up' as const,
-          () => 'down' as const,
-        ),
-        timeout,
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+  /**
+   * Answers with the status itself: the app's exception filter would turn
+   * terminus's 503 into the app's error shape, without the details.
+   */
+  @Get('ready')
+  @HealthCheck()
+  async ready(
+    @Res({ passthrough: true }) response: { status(code: number): unknown },
+  ): Promise<HealthCheckResult> {
+    const result = await this.readiness.result();
+    const up = result.status === 'ok' || result.status === 'degraded';
+    response.status(up ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE);
+    return result;
   }
+}
+
+function statusOf(result: HealthCheckResult, key: string): Status {
+  return result.details[key]?.status === 'up' ? 'up' : 'down';
 }

@@ -7,6 +7,7 @@ import {
 import { alreadyPurchased, soldOut } from '../common/app-exception.js';
 import { USER_ID_MAX_LENGTH } from '../common/pipes/user-id.pipe.js';
 import { buyersKey, stockKey } from '../coupon/stock-cache.js';
+import { OrderRepository } from '../order/order.repository.js';
 import { REDIS_CLIENT, type RedisClient } from '../redis/redis-client.js';
 
 const COUPON_ID = /^[1-9][0-9]{0,15}$/;
@@ -14,15 +15,18 @@ const USER_ID = /^[A-Za-z0-9_-]+$/;
 
 /**
  * Answers the two outcomes that dominate a flash sale, sold out and already
- * bought, with one Redis read before the request queues for the coupon's
- * lock. Only a definite answer stops the request: malformed input goes on to
+ * bought, with one Redis read (and, for a repeat buyer, an indexed lookup of
+ * the order) before the request queues for the coupon's lock. Only a definite answer stops the request: malformed input goes on to
  * the pipes (400), and a coupon Redis does not know goes on to the locked
  * purchase, which reloads it. seckill.lua checks both again under the lock,
  * so a stale read here can only send a request to the lock, never sell.
  */
 @Injectable()
 export class SeckillPrecheckGuard implements CanActivate {
-  constructor(@Inject(REDIS_CLIENT) private readonly redis: RedisClient) {}
+  constructor(
+    @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
+    private readonly orders: OrderRepository,
+  ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<{
@@ -54,8 +58,21 @@ export class SeckillPrecheckGuard implements CanActivate {
     }
     if (stock === null) return true;
     // Same order as seckill.lua: a buyer hears "already bought" even when sold out.
-    if (bought === 1) throw alreadyPurchased();
+    if (bought === 1) await this.answerRepeatBuyer(couponId, userId);
     if (Number(stock) <= 0) throw soldOut();
     return true;
+  }
+
+  /**
+   * 409 with the user's order when the database has it. Redis alone is not
+   * enough: a buyer recorded by a purchase that never committed (a ghost)
+   * goes on to the locked purchase, which repairs Redis and sells.
+   */
+  private async answerRepeatBuyer(
+    couponId: number,
+    userId: string,
+  ): Promise<void> {
+    const order = await this.orders.find(couponId, userId).catch(() => null);
+    if (order) throw alreadyPurchased(order.id);
   }
 }

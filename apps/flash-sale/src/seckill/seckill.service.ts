@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { currentLock } from '@app/distributed-lock';
 import {
   alreadyPurchased,
   notOnSale,
@@ -11,6 +12,10 @@ import { saleState, type Coupon } from '../coupon/coupon.types.js';
 import { stockKey } from '../coupon/stock-cache.js';
 import { StockReconciler } from '../coupon/stock-reconciler.js';
 import { OrderRepository } from '../order/order.repository.js';
+import {
+  PurchaseLedger,
+  type LedgerOutcome,
+} from '../order/purchase-ledger.js';
 import { REDIS_CLIENT, type RedisClient } from '../redis/redis-client.js';
 import {
   BuyResult,
@@ -36,6 +41,9 @@ export function assertOnSale(coupon: Coupon, now = new Date()): void {
   }
 }
 
+/** How long a purchase without the lock (SECKILL_LOCK=off) waits for it to repair the coupon. */
+const UNLOCKED_REPAIR_WAIT_MS = 1_000;
+
 @Injectable()
 export class SeckillService {
   private readonly logger = new Logger('Seckill');
@@ -45,6 +53,7 @@ export class SeckillService {
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly coupons: CouponService,
     private readonly orders: OrderRepository,
+    private readonly ledger: PurchaseLedger,
     private readonly reconciler: StockReconciler,
   ) {
     this.scripts = defineSeckillScripts(redis);
@@ -54,7 +63,9 @@ export class SeckillService {
    * Sells one unit of the coupon to the user. Call it holding the coupon's
    * lock: seckill.lua alone keeps Redis right, the lock keeps Redis and the
    * database in step (no other purchase or reconciliation of this coupon
-   * runs between the script and the order insert).
+   * runs between the script and the commit), and the database's own count
+   * (`sold < stock`, in the transaction that writes the order) refuses an
+   * oversale whatever happened to Redis or to the lock.
    */
   async purchase(
     couponId: number,
@@ -62,68 +73,114 @@ export class SeckillService {
   ): Promise<{ orderId: number }> {
     const coupon = await this.coupons.findForPurchase(couponId);
     assertOnSale(coupon);
+    // The coupon's lock from the decorator; none with SECKILL_LOCK=off.
+    const signal = currentLock()?.signal;
     if (this.reconciler.isSuspect(couponId)) {
       await this.reconciler.reconcile(coupon);
     }
+    await this.takeUnitInRedis(coupon, userId);
 
-    let result = await this.scripts.buy(couponId, userId);
+    let outcome: LedgerOutcome;
+    try {
+      outcome = await this.ledger.record(
+        { couponId, userId, amountPaid: coupon.price },
+        signal,
+      );
+    } catch (error) {
+      return this.settleFailedSale(coupon, userId, error, signal);
+    }
+    if (outcome.kind === 'sold-out') {
+      // Redis sold a unit the database does not have: Redis is wrong.
+      await this.repairRedis(coupon, userId);
+      throw soldOut();
+    }
+    return { orderId: outcome.orderId };
+  }
+
+  /** Runs seckill.lua until it took a unit for the user, or throws the answer. */
+  private async takeUnitInRedis(coupon: Coupon, userId: string): Promise<void> {
+    let result = await this.scripts.buy(coupon.id, userId);
     if (result === BuyResult.NotLoaded) {
       // Redis lost the coupon (restarted, flushed) or never had it: load it
       // from the database under the lock we hold, then try again.
       await this.reconciler.reconcile(coupon);
-      result = await this.scripts.buy(couponId, userId);
+      result = await this.scripts.buy(coupon.id, userId);
+    }
+    if (result === BuyResult.AlreadyBought) {
+      const existing = await this.orders.find(coupon.id, userId);
+      if (existing) throw alreadyPurchased(existing.id);
+      // A ghost: Redis has a buyer without an order (a purchase that ended
+      // before its commit). Answering 409 would be false: repair, then sell.
+      await this.reconciler.reconcile(coupon, this.repairWait());
+      result = await this.scripts.buy(coupon.id, userId);
     }
     if (result === BuyResult.SoldOut) throw soldOut();
-    if (result === BuyResult.AlreadyBought) throw alreadyPurchased();
     if (result !== BuyResult.Bought) {
       throw unavailable(new Error(`seckill.lua answered ${String(result)}`));
-    }
-
-    try {
-      const order = await this.orders.insert({
-        couponId,
-        userId,
-        amountPaid: coupon.price,
-      });
-      return { orderId: order.id };
-    } catch (error) {
-      return this.recoverFromFailedInsert(coupon, userId, error);
     }
   }
 
   /**
-   * The script took a unit but the order insert failed. Make Redis agree with
-   * the database again, then answer.
+   * The sale's transaction failed after the script took a unit. Find out
+   * what the database holds, make Redis agree, then answer. The Redis side is
+   * undone only when the database proves that no order exists.
    */
-  private async recoverFromFailedInsert(
+  private async settleFailedSale(
     coupon: Coupon,
     userId: string,
     error: unknown,
+    signal: AbortSignal | undefined,
   ): Promise<{ orderId: number }> {
     if (isUniqueViolation(error)) {
-      // The database already has this user's order, so Redis had lost it:
-      // rebuild the coupon's Redis state from the database.
-      await this.reconciler
-        .reconcile(coupon)
-        .catch(() => this.reconciler.markSuspect(coupon.id));
-      throw alreadyPurchased();
+      // The database already has this user's order, so Redis had lost it.
+      await this.repairRedis(coupon, userId);
+      const existing = await this.orders.find(coupon.id, userId);
+      if (existing) throw alreadyPurchased(existing.id);
+      throw unavailable(error);
     }
-    if (!reportedByServer(error)) {
-      // The connection failed or timed out: the insert may have committed.
-      // Look before undoing, or the unit could be sold twice.
-      const existing = await this.orders
-        .find(coupon.id, userId)
-        .catch(() => null);
-      if (existing === null) {
-        // Unknown outcome: let the next purchase (on any instance) reload
-        // the coupon from the database rather than trust Redis.
-        await this.forget(coupon.id);
-        throw unavailable(error);
-      }
-      if (existing !== undefined) return { orderId: existing.id };
+    const lockLost = signal?.aborted === true && error === signal.reason;
+    if (lockLost || reportedByServer(error)) {
+      // Rolled back for sure: the server refused a statement, or this
+      // process backed out before sending COMMIT.
+      await this.undo(coupon.id, userId);
+      throw lockLost ? error : unavailable(error);
     }
+    // No answer to the transaction: it may have committed.
+    let settled: { id: number } | undefined;
+    try {
+      settled = await this.ledger.settledOrder(coupon.id, userId);
+    } catch {
+      // Still unknown: leave Redis to be rebuilt from the database by the
+      // next purchase (on any instance) rather than guess.
+      await this.forget(coupon.id);
+      throw unavailable(error);
+    }
+    if (settled) return { orderId: settled.id };
     await this.undo(coupon.id, userId);
     throw unavailable(error);
+  }
+
+  /**
+   * Rewrites the coupon's Redis state from the database (the reconciler logs
+   * and counts the disagreement). If that fails, the user's unit is given
+   * back and the coupon is rebuilt before its next purchase.
+   */
+  private async repairRedis(coupon: Coupon, userId: string): Promise<void> {
+    try {
+      await this.reconciler.reconcile(coupon, this.repairWait());
+    } catch (error) {
+      this.logger.warn(
+        `Could not repair coupon ${coupon.id} in Redis (${(error as Error).message}); ` +
+          'it is reloaded from the database before the next purchase',
+      );
+      this.reconciler.markSuspect(coupon.id);
+      await this.undo(coupon.id, userId);
+    }
+  }
+
+  /** Holding the coupon's lock a repair joins it at once; without it, it waits briefly. */
+  private repairWait(): number | undefined {
+    return currentLock() ? undefined : UNLOCKED_REPAIR_WAIT_MS;
   }
 
   private async undo(couponId: number, userId: string): Promise<void> {

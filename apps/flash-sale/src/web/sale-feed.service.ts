@@ -1,7 +1,5 @@
 import {
-  Inject,
   Injectable,
-  Logger,
   type BeforeApplicationShutdown,
   type MessageEvent,
 } from '@nestjs/common';
@@ -14,10 +12,15 @@ import {
   share,
   takeUntil,
 } from 'rxjs';
-import { CouponService } from '../coupon/coupon.service.js';
-import type { SaleState } from '../coupon/coupon.types.js';
-import { DATABASE } from '../database/database.module.js';
-import type { Db } from '../database/database.types.js';
+import { SaleSnapshots, type SaleUpdate } from './sale-snapshot.service.js';
+
+export {
+  SNAPSHOT_COUPONS,
+  SNAPSHOT_ORDERS,
+  type CouponSummary,
+  type RecentOrder,
+  type SaleUpdate,
+} from './sale-snapshot.service.js';
 
 /** How often the feed reads the sale while anyone is watching, in ms. */
 export const SALE_FEED_INTERVAL_MS = 500;
@@ -27,10 +30,6 @@ export const SALE_FEED_HEARTBEAT_MS = 15_000;
 export const SALE_FEED_RETRY_MS = 2_000;
 /** How long shutdown waits for the open streams to finish, in ms. */
 const SHUTDOWN_WAIT_MS = 1_000;
-/** Coupons in a snapshot (newest first). */
-export const SNAPSHOT_COUPONS = 20;
-/** Orders in a snapshot (newest first, all coupons). */
-export const SNAPSHOT_ORDERS = 15;
 
 /** The HTTP response of a stream, to know when it has been sent in full. */
 export interface StreamResponse {
@@ -39,39 +38,14 @@ export interface StreamResponse {
   once(event: 'finish' | 'close', listener: () => void): unknown;
 }
 
-export interface CouponSummary {
-  readonly id: number;
-  readonly name: string;
-  readonly price: number;
-  /** The initial stock. */
-  readonly stock: number;
-  /** Units left (Redis). */
-  readonly remaining: number;
-  /** Orders (database). */
-  readonly sold: number;
-  readonly saleState: SaleState;
-  readonly startAt: string;
-  readonly endAt: string;
+/**
+ * A snapshot as sent: `{"at":…,…}`, serialised once for every client
+ * (Nest writes a string `data` as is).
+ */
+export function serialiseUpdate(content: string, at: string): string {
+  // `content` is the snapshot without `at`, a non-empty JSON object.
+  return `{"at":${JSON.stringify(at)},${content.slice(1)}`;
 }
-
-export interface RecentOrder {
-  readonly id: number;
-  readonly couponId: number;
-  readonly couponName: string;
-  readonly userId: string;
-  readonly amountPaid: number;
-  readonly createdAt: string;
-}
-
-/** What one server-sent event carries. */
-export type SaleUpdate =
-  | {
-      readonly ok: true;
-      readonly at: string;
-      readonly coupons: CouponSummary[];
-      readonly orders: RecentOrder[];
-    }
-  | { readonly ok: false; readonly at: string; readonly message: string };
 
 /**
  * The live view of the sale for the web page: one poll of the database and
@@ -81,21 +55,17 @@ export type SaleUpdate =
  */
 @Injectable()
 export class SaleFeed implements BeforeApplicationShutdown {
-  private readonly logger = new Logger('SaleFeed');
   /** Replays, so that a client arriving during shutdown is ended at once too. */
   private readonly shutdown = new ReplaySubject<void>(1);
-  private readonly updates: Observable<SaleUpdate>;
+  /** The serialised snapshots, shared by every client. */
+  private readonly updates: Observable<string>;
   private clients = 0;
   /** Settles when the response of an open stream has finished or closed. */
   private readonly responses = new Set<Promise<void>>();
   private pollers = 0;
-  private lastError = '';
 
-  constructor(
-    private readonly coupons: CouponService,
-    @Inject(DATABASE) private readonly db: Db,
-  ) {
-    this.updates = new Observable<SaleUpdate>((subscriber) => {
+  constructor(private readonly snapshots: SaleSnapshots) {
+    this.updates = new Observable<string>((subscriber) => {
       this.pollers += 1;
       let stopped = false;
       let timer: NodeJS.Timeout | undefined;
@@ -104,13 +74,15 @@ export class SaleFeed implements BeforeApplicationShutdown {
       const tick = async () => {
         const update = await this.snapshot();
         if (stopped) return;
-        const { at: _at, ...content } = update;
+        const { at, ...content } = update;
+        // The one serialisation of this snapshot: it is the change check
+        // and, with `at` put in front, what every client receives.
         const key = JSON.stringify(content);
         const now = Date.now();
         if (key !== lastKey || now - lastSentAt >= SALE_FEED_HEARTBEAT_MS) {
           lastKey = key;
           lastSentAt = now;
-          subscriber.next(update);
+          subscriber.next(serialiseUpdate(key, at));
         }
         // The next read starts once this one is done: a slow database never
         // piles up reads.
@@ -126,7 +98,7 @@ export class SaleFeed implements BeforeApplicationShutdown {
       // One poll for all clients; a client that joins gets the latest
       // snapshot at once. The poll stops when the last client leaves.
       share({
-        connector: () => new ReplaySubject<SaleUpdate>(1),
+        connector: () => new ReplaySubject<string>(1),
         resetOnRefCountZero: true,
         resetOnComplete: true,
         resetOnError: true,
@@ -154,10 +126,8 @@ export class SaleFeed implements BeforeApplicationShutdown {
     return defer(() => {
       this.clients += 1;
       return this.updates.pipe(
-        map((update, index): MessageEvent =>
-          index === 0
-            ? { data: update, retry: SALE_FEED_RETRY_MS }
-            : { data: update },
+        map((data, index): MessageEvent =>
+          index === 0 ? { data, retry: SALE_FEED_RETRY_MS } : { data },
         ),
         takeUntil(this.shutdown),
         finalize(() => {
@@ -195,63 +165,8 @@ export class SaleFeed implements BeforeApplicationShutdown {
     void sent.then(() => this.responses.delete(sent));
   }
 
-  /** The coupons with their counts and the newest orders; an error update when a backend fails. */
-  async snapshot(): Promise<SaleUpdate> {
-    const at = new Date().toISOString();
-    try {
-      const [coupons, orders] = await Promise.all([
-        this.coupons.list(SNAPSHOT_COUPONS),
-        this.recentOrders(SNAPSHOT_ORDERS),
-      ]);
-      this.lastError = '';
-      return {
-        ok: true,
-        at,
-        coupons: coupons.map((coupon) => ({
-          id: coupon.id,
-          name: coupon.name,
-          price: coupon.price,
-          stock: coupon.stock,
-          remaining: coupon.remaining,
-          sold: coupon.sold,
-          saleState: coupon.saleState,
-          startAt: coupon.startAt,
-          endAt: coupon.endAt,
-        })),
-        orders,
-      };
-    } catch (error) {
-      const cause = (error as Error).message ?? String(error);
-      if (cause !== this.lastError) {
-        this.logger.warn(`Cannot read the sale: ${cause}`);
-        this.lastError = cause;
-      }
-      return {
-        ok: false,
-        at,
-        message: 'Redis or the database is not answering; retrying',
-      };
-    }
-  }
-
-  private async recentOrders(limit: number): Promise<RecentOrder[]> {
-    const rows = await this.db
-      .selectFrom('orders')
-      .innerJoin('coupons', 'coupons.id', 'orders.couponId')
-      .select([
-        'orders.id',
-        'orders.couponId',
-        'coupons.name as couponName',
-        'orders.userId',
-        'orders.amountPaid',
-        'orders.createdAt',
-      ])
-      .orderBy('orders.id', 'desc')
-      .limit(limit)
-      .execute();
-    return rows.map((row) => ({
-      ...row,
-      createdAt: row.createdAt.toISOString(),
-    }));
+  /** The sale now (what the next event will carry); an error update when a backend fails. */
+  snapshot(): Promise<SaleUpdate> {
+    return this.snapshots.read();
   }
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import request from 'supertest';
 import type { AppConfigOverrides } from '../../src/config/app-config.js';
@@ -146,13 +147,27 @@ export function couponBody(
   return { name: 'Flash coupon', price: 9.99, stock: 10, ...fields };
 }
 
-/** Creates a coupon through the API and returns its id. */
+/**
+ * The admin token of the apps the tests boot (ADMIN_TOKEN, read by the app
+ * at each request; set here unless the environment sets one).
+ */
+export const TEST_ADMIN_TOKEN = (process.env.ADMIN_TOKEN ??=
+  'test-admin-token-0123456789');
+
+/** The header that lets a request through the admin routes. */
+export const adminAuth = (): [string, string] => [
+  'Authorization',
+  `Bearer ${TEST_ADMIN_TOKEN}`,
+];
+
+/** Creates a coupon through the API (with the admin token) and returns its id. */
 export async function createCoupon(
   http: TestApp['http'],
   fields: Parameters<typeof couponBody>[0] = {},
 ): Promise<number> {
   const response = await http
     .post('/api/coupons')
+    .set(...adminAuth())
     .send(couponBody(fields))
     .expect(201);
   return (response.body as { id: number }).id;
@@ -223,4 +238,54 @@ export function useSaleBackends(admin: string): SaleBackends {
     await backends.redisServer?.stop();
   });
   return backends;
+}
+
+/** What {@link useSaleApp} sets up for a test file; read inside tests. */
+export interface SaleApp {
+  readonly sale: SaleBackends;
+  /** The app, on the file's Redis and database. */
+  readonly app: TestApp;
+  /** A plain client of the file's Redis, for looking at keys. */
+  readonly redis: Redis;
+}
+
+/**
+ * {@link useSaleBackends}, an app started on them with `config`, and a Redis
+ * client; all closed after the file. Call it first in a `describe`.
+ */
+export function useSaleApp(
+  admin: string,
+  config: AppConfigOverrides = {},
+): SaleApp {
+  const sale = useSaleBackends(admin);
+  let app: TestApp | undefined;
+  let redis: Redis | undefined;
+  beforeAll(async () => {
+    redis = new Redis(sale.redisServer.url);
+    redis.on('error', () => undefined);
+    app = await startApp({
+      redisUrl: sale.redisServer.url,
+      databaseUrl: sale.db.url,
+      ...config,
+    });
+  });
+  afterAll(async () => {
+    await app?.close();
+    redis?.disconnect();
+  });
+  return {
+    sale,
+    get app() {
+      return started(app);
+    },
+    get redis() {
+      return started(redis);
+    },
+  };
+}
+
+function started<T>(value: T | undefined): T {
+  if (value === undefined)
+    throw new Error('useSaleApp: the app starts in beforeAll');
+  return value;
 }

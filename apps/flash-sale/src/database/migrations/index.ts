@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely/migration';
 import * as createCouponsAndOrders from './0001-create-coupons-and-orders.js';
+import * as countSoldUnits from './0002-count-sold-units.js';
 
 /**
  * Every migration, listed explicitly (no folder scanning, so the build output
@@ -7,4 +8,5 @@ import * as createCouponsAndOrders from './0001-create-coupons-and-orders.js';
  */
 export const migrations: Readonly<Record<string, Migration>> = {
   '0001-create-coupons-and-orders': createCouponsAndOrders,
+  '0002-count-sold-units': countSoldUnits,
 };

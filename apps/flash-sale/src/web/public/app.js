@@ -11,6 +11,7 @@ const connectionText = document.getElementById('connection-text');
 const updatedAt = document.getElementById('updated-at');
 const template = document.getElementById('coupon-template');
 const createForm = document.getElementById('create-form');
+const lockStats = document.getElementById('lock-stats');
 
 /** Cards by coupon id, kept across updates so typed user ids survive. */
 const cards = new Map();
@@ -23,6 +24,8 @@ const HEADLINES = {
   NOT_FOUND: 'No such coupon',
   BAD_REQUEST: 'Invalid request',
   UNAVAILABLE: 'Service unavailable',
+  UNAUTHORIZED: 'Admin token needed',
+  FORBIDDEN: 'Admin token refused',
 };
 
 const STATE_LABELS = {
@@ -234,7 +237,7 @@ function renderOrders(orders) {
         when,
         element('td', 'order-id', `#${order.id}`),
         withTitle(element('td', 'coupon-name', order.couponName)),
-        withTitle(element('td', 'user', order.userId)),
+        withTitle(element('td', 'user', order.buyer)),
         element('td', 'num paid', money(order.amountPaid)),
       );
       return row;
@@ -242,6 +245,32 @@ function renderOrders(orders) {
   );
   ordersTable.hidden = orders.length === 0;
   noOrders.hidden = orders.length > 0;
+}
+
+const count = (record, key) => Math.round(record[key] ?? 0);
+const waitText = (ms) => (ms === null ? '–' : `${ms.toFixed(1)} ms`);
+function setStat(stat, text) {
+  lockStats.querySelector(`[data-stat="${stat}"]`).textContent = text;
+}
+
+/** The instance's lock figures: the same numbers as its /metrics. */
+function renderLocks(locks) {
+  if (!locks) return;
+  setStat('acquired', count(locks.acquisitions, 'acquired'));
+  setStat(
+    'refused',
+    `${count(locks.acquisitions, 'busy')} / ${count(locks.acquisitions, 'timeout')}`,
+  );
+  setStat(
+    'wait',
+    `${waitText(locks.waitP50Ms)} / ${waitText(locks.waitP99Ms)}`,
+  );
+  setStat('now', `${locks.holds} / ${locks.waiters}`);
+  setStat(
+    'handoffs',
+    `${count(locks.handoffs, 'local')} / ${count(locks.handoffs, 'remote')}`,
+  );
+  setStat('lost', locks.lost);
 }
 
 function connect() {
@@ -259,6 +288,8 @@ function connect() {
     }
     renderCoupons(update.coupons);
     renderOrders(update.orders);
+    renderLocks(update.locks);
+    window.saleDashboard.update(update);
     setConnection('live', 'Live');
     updatedAt.textContent = `· updated ${time(update.at)}`;
   });
@@ -284,7 +315,10 @@ createForm.addEventListener('submit', async (event) => {
   button.disabled = true;
   const { status, body } = await call('/api/coupons', {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
+    headers: {
+      'Content-Type': 'application/json',
+      ...window.saleDashboard.adminHeaders(),
+    },
     body: JSON.stringify({
       name: String(data.get('name')).trim(),
       price: Number(data.get('price')),

@@ -1,0 +1,72 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { sql } from 'kysely';
+import { DATABASE } from '../database/database.module.js';
+import type { Db, NewOrder } from '../database/database.types.js';
+
+/** What the database made of one sale. */
+export type LedgerOutcome =
+  | { readonly kind: 'ordered'; readonly orderId: number }
+  /** The database's own count says no unit is left: nothing was written. */
+  | { readonly kind: 'sold-out' };
+
+/**
+ * The database side of a sale, the last line of defence: one transaction
+ * takes a unit from `coupons.sold` only while `sold < stock` and inserts the
+ * order, so neither a wrong Redis count nor a lost lock can oversell, and
+ * UNIQUE (coupon_id, user_id) still refuses a second order.
+ */
+@Injectable()
+export class PurchaseLedger {
+  constructor(@Inject(DATABASE) private readonly db: Db) {}
+
+  /**
+   * Sells one unit and writes the order in one transaction. `signal` (the
+   * coupon lock's) is checked before the commit: a lock lost by then rolls
+   * the sale back with the signal's reason.
+   *
+   * Fails with unique_violation (23505) when the user already has an order.
+   */
+  async record(order: NewOrder, signal?: AbortSignal): Promise<LedgerOutcome> {
+    signal?.throwIfAborted();
+    return this.db.transaction().execute(async (trx) => {
+      const taken = await trx
+        .updateTable('coupons')
+        .set((eb) => ({ sold: eb('sold', '+', 1) }))
+        .where('id', '=', order.couponId)
+        .whereRef('sold', '<', 'stock')
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) === 0) return { kind: 'sold-out' };
+      const { id } = await trx
+        .insertInto('orders')
+        .values(order)
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      signal?.throwIfAborted();
+      return { kind: 'ordered', orderId: id };
+    });
+  }
+
+  /**
+   * The user's order for the coupon once no sale of the coupon is still
+   * deciding, for a sale whose commit had no answer (timeout, connection
+   * cut). Such a sale holds the coupon's row lock from its UPDATE until its
+   * COMMIT or rollback ends, so waiting for a share lock on the row first
+   * makes "no order" a proof, not a guess.
+   */
+  async settledOrder(
+    couponId: number,
+    userId: string,
+  ): Promise<{ id: number } | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      await sql`select 1 from coupons where id = ${couponId} for share`.execute(
+        trx,
+      );
+      return trx
+        .selectFrom('orders')
+        .select('id')
+        .where('couponId', '=', couponId)
+        .where('userId', '=', userId)
+        .executeTakeFirst();
+    });
+  }
+}
