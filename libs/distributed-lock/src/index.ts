@@ -23,6 +23,7 @@ export {
   DistributedLock,
   DISTRIBUTED_LOCK_METADATA,
   type DistributedLockOptions,
+  type LockSignalSource,
   type OnBusy,
 } from './decorator/distributed-lock.decorator.js';
 export {

@@ -8,8 +8,28 @@ import type { LockOptions, LockService } from '../lock-service/lock.service.js';
 /** What a decorated method does when its lock is still busy after `waitTime`. */
 export type OnBusy = 'throw' | 'skip';
 
-/** Options of `@DistributedLock`: those of `LockService.acquire`, and two of its own. */
+/**
+ * Gives a call's wait its `AbortSignal`: called with the decorated method's
+ * arguments and `this` bound to the instance (write it as a method, not an
+ * arrow function, to reach the instance's services).
+ */
+export type LockSignalSource = (
+  this: never,
+  ...args: never[]
+) => AbortSignal | undefined;
+
+/** Options of `@DistributedLock`: those of `LockService.acquire`, and three of its own. */
 export interface DistributedLockOptions extends Omit<LockOptions, 'signal'> {
+  /**
+   * Stops a call's wait for the lock when the signal it returns aborts: the
+   * call rejects with `LockNotAcquiredError` whose `cause` is the signal's
+   * reason, and the method does not run. Called on every call, before the
+   * lock is asked for, with the method's arguments and `this` bound to the
+   * instance; return undefined to wait as usual. For waits that became
+   * pointless: the item sold out, the request was cancelled. A signal that
+   * aborts after the lock was granted changes nothing. Default: none.
+   */
+  readonly signal?: LockSignalSource;
   /**
    * When the lock is still busy after `waitTime`: `'throw'` rejects with
    * `LockNotAcquiredError` (409 through the interceptor); `'skip'` runs
@@ -51,6 +71,11 @@ export interface DecoratedLock {
    * busy resolves undefined, anything else rethrows. Undefined with `'throw'`.
    */
   readonly skipWhenBusy?: (error: unknown) => undefined;
+  /** The `signal` option, bound to a call. Undefined without one. */
+  readonly signalFor?: (
+    instance: unknown,
+    args: unknown[],
+  ) => AbortSignal | undefined;
 }
 
 const logger = new Logger('DistributedLock');
@@ -74,7 +99,7 @@ export function decoratedLock(
     throw new TypeError(
       `@DistributedLock on ${label}: options must be an object, got ${String(options)}`,
     );
-  const { onBusy = 'throw', minHoldTime = 0, ...given } = options;
+  const { onBusy = 'throw', minHoldTime = 0, signal, ...given } = options;
   // Metrics and traces name the lock by its template, not by its keys.
   const acquireOptions = { name: keys.description, ...given };
   if (onBusy !== 'throw' && onBusy !== 'skip')
@@ -94,19 +119,41 @@ export function decoratedLock(
     throw new RangeError(
       `@DistributedLock on ${label}: minHoldTime (${minHoldTime} ms) must not exceed leaseTime (${leaseTime} ms), which would end the lock first`,
     );
-  if (onBusy === 'throw') return { keys, acquireOptions, minHoldTime, label };
+  if (signal !== undefined && typeof signal !== 'function')
+    throw new TypeError(
+      `@DistributedLock on ${label}: signal must be a function of the method's arguments that returns an AbortSignal, got ${String(signal)}`,
+    );
+  const signalFor = signal && signalSource(signal, label);
+  if (onBusy === 'throw')
+    return { keys, acquireOptions, minHoldTime, label, signalFor };
   const lock: DecoratedLock = {
     keys,
     // Skipping is for whoever comes second: waiting would run the turn again.
     acquireOptions: { waitTime: 0, ...acquireOptions },
     minHoldTime,
     label,
+    signalFor,
     skipWhenBusy: (error) => {
       if (!skipsFor(lock, error)) throw error;
       return undefined;
     },
   };
   return lock;
+}
+
+/** Calls the `signal` option for one call and checks what it returned. */
+function signalSource(
+  source: LockSignalSource,
+  label: string,
+): (instance: unknown, args: unknown[]) => AbortSignal | undefined {
+  const call = source as (...args: unknown[]) => unknown;
+  return (instance, args) => {
+    const signal = call.apply(instance, args);
+    if (signal === undefined || signal instanceof AbortSignal) return signal;
+    throw new TypeError(
+      `@DistributedLock on ${label}: the signal option returned ${String(signal)}, not an AbortSignal or undefined`,
+    );
+  };
 }
 
 /**

@@ -19,7 +19,11 @@ import {
 import { lockServiceFor } from './lock-binding.js';
 import { replaceMethod } from './replace-method.js';
 
-export type { DistributedLockOptions, OnBusy } from './decorated-lock.js';
+export type {
+  DistributedLockOptions,
+  LockSignalSource,
+  OnBusy,
+} from './decorated-lock.js';
 
 /** Metadata stored on a decorated method. */
 export interface DistributedLockMetadata {
@@ -142,7 +146,11 @@ function lockedCall(
   let acquiring: Promise<LockHandle>;
   try {
     service = lockServiceFor(instance);
-    acquiring = service.acquire(lock.keys.resolve(args), lock.acquireOptions);
+    const signal = lock.signalFor?.(instance, args);
+    acquiring = service.acquire(
+      lock.keys.resolve(args),
+      signal ? { ...lock.acquireOptions, signal } : lock.acquireOptions,
+    );
   } catch (error) {
     return Promise.reject(error as Error);
   }
@@ -192,12 +200,15 @@ function lockedObservable(
     };
 
     Promise.resolve()
-      .then(() =>
-        service.acquire(lock.keys.resolve(args), {
+      .then(() => {
+        const given = lock.signalFor?.(instance, args);
+        return service.acquire(lock.keys.resolve(args), {
           ...lock.acquireOptions,
-          signal: stopWaiting.signal,
-        }),
-      )
+          signal: given
+            ? AbortSignal.any([stopWaiting.signal, given])
+            : stopWaiting.signal,
+        });
+      })
       .then(
         (acquired) => {
           if (finished) {

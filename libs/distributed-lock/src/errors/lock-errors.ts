@@ -55,8 +55,13 @@ export class LockNotAcquiredError extends LockError {
     readonly waitedMs: number,
     /** A hint for when the lock may be free, in milliseconds (the holder's remaining lease), if known. */
     readonly retryAfterMs?: number,
+    /** `cause`: the reason of the caller's `signal` when aborting it ended the wait. */
+    options?: { cause?: unknown },
   ) {
-    super(`Lock "${key}" is held by another owner (waited ${waitedMs} ms)`);
+    super(
+      `Lock "${key}" is held by another owner (waited ${waitedMs} ms)`,
+      options,
+    );
   }
 }
 

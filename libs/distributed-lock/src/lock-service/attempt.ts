@@ -100,10 +100,12 @@ export function notAcquired(
   attempt: Attempt,
   busy: LockBusy,
 ): LockNotAcquiredError {
+  const stoppedBy = attempt.signal;
   return new LockNotAcquiredError(
     name,
     Date.now() - attempt.startedAt,
     busy.retryAfterMs,
+    stoppedBy?.aborted ? { cause: stoppedBy.reason } : undefined,
   );
 }
 
