@@ -11,6 +11,7 @@ import type { StockReconciler } from '../src/coupon/stock-reconciler.js';
 import type { OrderRepository } from '../src/order/order.repository.js';
 import type { PurchaseLedger } from '../src/order/purchase-ledger.js';
 import { SeckillService } from '../src/seckill/seckill.service.js';
+import { SoldOutBoard } from '../src/seckill/sold-out-board.js';
 
 const lostConnection = () => new Error('Connection terminated unexpectedly');
 
@@ -65,6 +66,7 @@ describe('SeckillService when the sale transaction fails', () => {
         } as unknown as OrderRepository,
         ledger as PurchaseLedger,
         reconciler as unknown as StockReconciler,
+        new SoldOutBoard(redis),
       ),
     };
   }

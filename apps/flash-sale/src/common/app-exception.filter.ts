@@ -36,10 +36,13 @@ const CODE_BY_STATUS: Partial<Record<number, ErrorCode>> = {
 
 /**
  * The lock module's `mapError`: lock failures become the app's own answers
- * (busy 429 with Retry-After, Redis down 503, a key that cannot be built 400).
+ * (busy 429 with Retry-After, or the app's reason for stopping the wait;
+ * Redis down 503; a key that cannot be built 400).
  */
 export function mapLockError(error: LockError): AppException {
-  if (error instanceof LockNotAcquiredError) return busy(1);
+  if (error instanceof LockNotAcquiredError)
+    // A wait the app stopped (the coupon sold out) answers with its reason.
+    return error.cause instanceof AppException ? error.cause : busy(1);
   if (error instanceof LockKeyError) return badRequest(error.message);
   if (error instanceof LockBackendError) return unavailable(error);
   // LockLostError: the outcome is unknown to the client; let it retry.

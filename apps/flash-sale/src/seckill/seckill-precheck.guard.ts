@@ -9,6 +9,7 @@ import { USER_ID_MAX_LENGTH } from '../common/pipes/user-id.pipe.js';
 import { buyersKey, stockKey } from '../coupon/stock-cache.js';
 import { OrderRepository } from '../order/order.repository.js';
 import { REDIS_CLIENT, type RedisClient } from '../redis/redis-client.js';
+import { SoldOutBoard } from './sold-out-board.js';
 
 const COUPON_ID = /^[1-9][0-9]{0,15}$/;
 const USER_ID = /^[A-Za-z0-9_-]+$/;
@@ -26,6 +27,7 @@ export class SeckillPrecheckGuard implements CanActivate {
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly orders: OrderRepository,
+    private readonly soldOut: SoldOutBoard,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -59,7 +61,11 @@ export class SeckillPrecheckGuard implements CanActivate {
     if (stock === null) return true;
     // Same order as seckill.lua: a buyer hears "already bought" even when sold out.
     if (bought === 1) await this.answerRepeatBuyer(couponId, userId);
-    if (Number(stock) <= 0) throw soldOut();
+    if (Number(stock) <= 0) {
+      // Purchases of it still queued here for the lock can stop waiting.
+      this.soldOut.announce(couponId);
+      throw soldOut();
+    }
     return true;
   }
 

@@ -12,6 +12,7 @@ import { UserId } from '../common/user-id.decorator.js';
 import { CouponOnSalePipe } from './coupon-on-sale.pipe.js';
 import { SeckillPrecheckGuard } from './seckill-precheck.guard.js';
 import { SeckillService } from './seckill.service.js';
+import { SoldOutBoard } from './sold-out-board.js';
 
 /**
  * The purchase route. Before anything queues for the coupon's lock, the guard
@@ -54,9 +55,21 @@ abstract class SeckillRoute {
 @Controller('api/coupon/seckill')
 @UseGuards(SeckillPrecheckGuard)
 export class SeckillController extends SeckillRoute {
+  constructor(
+    seckill: SeckillService,
+    private readonly soldOut: SoldOutBoard,
+  ) {
+    super(seckill);
+  }
+
   @Post(':couponId')
   @HttpCode(201)
-  @DistributedLock('coupon:<0>')
+  @DistributedLock('coupon:<0>', {
+    // Queued purchases stop waiting once the coupon sold out: 409 SOLD_OUT.
+    signal(this: SeckillController, couponId: number) {
+      return this.soldOut.signalFor(couponId);
+    },
+  })
   buy(
     @SaleCouponId() couponId: number,
     @UserId() userId: string,

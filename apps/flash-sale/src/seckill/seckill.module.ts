@@ -9,6 +9,7 @@ import {
   UnlockedSeckillController,
 } from './seckill.controller.js';
 import { SeckillService } from './seckill.service.js';
+import { SoldOutBoard } from './sold-out-board.js';
 
 @Module({})
 // oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
@@ -27,7 +28,12 @@ export class SeckillModule {
       controllers: [
         config.seckill.lock ? SeckillController : UnlockedSeckillController,
       ],
-      providers: [SeckillService, CouponOnSalePipe, SeckillPrecheckGuard],
+      providers: [
+        SeckillService,
+        SoldOutBoard,
+        CouponOnSalePipe,
+        SeckillPrecheckGuard,
+      ],
     };
   }
 }

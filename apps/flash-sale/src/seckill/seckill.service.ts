@@ -22,6 +22,7 @@ import {
   defineSeckillScripts,
   type SeckillScripts,
 } from './seckill-scripts.js';
+import { SoldOutBoard } from './sold-out-board.js';
 
 /** 404 when the coupon does not exist, 409 NOT_ON_SALE outside its sale window. */
 export function assertOnSale(coupon: Coupon, now = new Date()): void {
@@ -55,6 +56,7 @@ export class SeckillService {
     private readonly orders: OrderRepository,
     private readonly ledger: PurchaseLedger,
     private readonly reconciler: StockReconciler,
+    private readonly soldOut: SoldOutBoard,
   ) {
     this.scripts = defineSeckillScripts(redis);
   }
@@ -114,7 +116,10 @@ export class SeckillService {
       await this.reconciler.reconcile(coupon, this.repairWait());
       result = await this.scripts.buy(coupon.id, userId);
     }
-    if (result === BuyResult.SoldOut) throw soldOut();
+    if (result === BuyResult.SoldOut) {
+      this.soldOut.announce(coupon.id);
+      throw soldOut();
+    }
     if (result !== BuyResult.Bought) {
       throw unavailable(new Error(`seckill.lua answered ${String(result)}`));
     }
