@@ -57,6 +57,13 @@ export interface LoadTestOptions {
   readonly freeOnDisconnect?: boolean;
   /** Seed of the order in which users send. Default 1. */
   readonly seed?: number;
+  /**
+   * Requests sent first for a coupon of their own (stock warmup / 20, users
+   * warmup / 4), at the same concurrency, and left out of the report: the
+   * instances then run warm, as they would after serving traffic before a
+   * sale. Default 0.
+   */
+  readonly warmup?: number;
   /** More environment variables for the instances. */
   readonly instanceEnv?: Readonly<Record<string, string>>;
   /** How often `onProgress` is called, in ms. Default 1000. */
@@ -166,6 +173,7 @@ export function resolveOptions(
     seckillWaitMs: optionalInt('seckillWaitMs', 0, 600_000),
     seckillSessionTtlMs: optionalInt('seckillSessionTtlMs', 100, 600_000),
     seed: int('seed', 1, 0, 2 ** 32 - 1),
+    warmup: int('warmup', 0, 0, 10_000_000),
     instanceEnv: options.instanceEnv ?? {},
     progressIntervalMs: int('progressIntervalMs', 1_000, 50, 60_000),
   };

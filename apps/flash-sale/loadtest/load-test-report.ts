@@ -5,6 +5,7 @@ import type { AppInstance } from './instances.js';
 import type { Invariant, SaleState } from './invariants.js';
 import type { HolderKillReport } from './kill-holder-report.js';
 import type { ResolvedLoadTestOptions } from './load-test-options.js';
+import type { TimeSplitRow } from './time-split.js';
 
 export interface LoadTestProgress {
   readonly elapsedMs: number;
@@ -95,6 +96,8 @@ export interface LoadTestReport {
   /** With `killHolder`: whom the kill caught, and what the load saw across it. */
   readonly holderKill?: HolderKillReport;
   readonly invariants: Invariant[];
+  /** Where the time went, from the instances' metrics (empty when none answered). */
+  readonly timeSplit: TimeSplitRow[];
   /** All invariants hold (and a crashed instance came back). */
   readonly ok: boolean;
 }
@@ -132,6 +135,7 @@ export function buildReport(parts: {
   sale: SaleState;
   invariants: Invariant[];
   holderKill?: HolderKillReport;
+  timeSplit: TimeSplitRow[];
 }): LoadTestReport {
   const { options, load } = parts;
   const responsesByStatus: Record<string, number> = {};
@@ -210,6 +214,7 @@ export function buildReport(parts: {
     crash: load.crash,
     holderKill: parts.holderKill,
     invariants,
+    timeSplit: parts.timeSplit,
     ok: invariants.every((invariant) => invariant.ok),
   };
 }

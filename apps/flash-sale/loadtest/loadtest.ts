@@ -46,6 +46,9 @@ every 201 a client saw is in the database.
   --free-on-disconnect  SECKILL_FREE_ON_DISCONNECT=on: a dead instance's locks go
                         as soon as Redis sees its connection close
   --seed N              seed of the order in which users send (default 1)
+  --warmup N            first send N requests for another coupon (stock N/20),
+                        left out of the report, as instances that served
+                        traffic before the sale would be (default 0)
   --json                print the report as JSON instead of a table
   --quiet               no progress on stderr
   --verbose             also show the instances' logs on stderr
@@ -80,6 +83,7 @@ function parse() {
       'session-ttl-ms': { type: 'string' },
       'free-on-disconnect': { type: 'boolean', default: false },
       seed: { type: 'string' },
+      warmup: { type: 'string' },
       json: { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
@@ -146,6 +150,7 @@ const options: LoadTestOptions = {
   seckillSessionTtlMs: toNumber('session-ttl-ms', values['session-ttl-ms']),
   freeOnDisconnect: values['free-on-disconnect'],
   seed: toNumber('seed', values.seed),
+  warmup: toNumber('warmup', values.warmup),
   // A carriage-return line on a terminal, a line per second otherwise.
   progressIntervalMs: tty ? 250 : 1_000,
   signal: controller.signal,

@@ -93,9 +93,28 @@ export function formatReport(report: LoadTestReport): string {
     '',
     `Latency (HTTP answers): ${formatLatency(report.latencyMs)}`,
     `Throughput: ${number(report.requestsPerSecond)} requests/s (${number(report.finished)} in ${seconds(report.durationMs)})`,
-    '',
-    'Instances',
   );
+  if (report.timeSplit.length > 0) {
+    lines.push(
+      '',
+      "Where the time goes (the instances' /metrics, summed; p99 as its histogram bucket)",
+    );
+    table(
+      [
+        ['part', 'count', 'mean', 'p99'],
+        ...report.timeSplit.map((row) => [
+          row.part,
+          number(row.count),
+          `${row.meanMs.toFixed(1)} ms`,
+          row.p99AtMostMs === null
+            ? 'beyond the last bucket'
+            : `<= ${number(row.p99AtMostMs)} ms`,
+        ]),
+      ],
+      [false, true, true, true],
+    );
+  }
+  lines.push('', 'Instances');
   table(
     [
       ['instance', 'port', 'sent', 'answers', '201', 'errors', 'starts'],

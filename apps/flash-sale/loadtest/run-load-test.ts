@@ -18,6 +18,7 @@ import {
   type ResolvedLoadTestOptions,
 } from './load-test-options.js';
 import { buildReport, type LoadTestReport } from './load-test-report.js';
+import { scrapeTimeHistograms, timeSplitBetween } from './time-split.js';
 
 /**
  * A flash sale against several app instances, each a separate OS process on
@@ -127,22 +128,48 @@ export async function runLoadTest(
         new InstanceClient(port, options.concurrency, options.requestTimeoutMs),
       );
     }
-    const created = await clients[0].json(
-      'POST',
-      '/api/coupons',
-      {
-        name: `Load test ${startedAt.toISOString()}`,
-        price: 1,
-        stock: options.couponStock,
-      },
-      { Authorization: `Bearer ${env.ADMIN_TOKEN}` },
-    );
-    const couponId = (created.body as { id?: unknown } | undefined)?.id;
-    if (created.status !== 201 || typeof couponId !== 'number') {
-      throw new Error(
-        `Creating the coupon failed: ${created.status} ${JSON.stringify(created.body)}`,
+    const createCoupon = async (name: string, stock: number) => {
+      const created = await clients[0].json(
+        'POST',
+        '/api/coupons',
+        { name, price: 1, stock },
+        { Authorization: `Bearer ${env.ADMIN_TOKEN}` },
+      );
+      const id = (created.body as { id?: unknown } | undefined)?.id;
+      if (created.status !== 201 || typeof id !== 'number') {
+        throw new Error(
+          `Creating the coupon failed: ${created.status} ${JSON.stringify(created.body)}`,
+        );
+      }
+      return id;
+    };
+    if (options.warmup > 0) {
+      const warmCoupon = await createCoupon(
+        `Load test warm-up ${startedAt.toISOString()}`,
+        Math.max(1, Math.round(options.warmup / 20)),
+      );
+      event(
+        `Warm-up: ${options.warmup} requests for coupon ${warmCoupon}, left out of the report`,
+      );
+      await drive(
+        {
+          ...options,
+          requests: options.warmup,
+          users: Math.max(1, Math.round(options.warmup / 4)),
+          seed: options.seed + 1,
+        },
+        { signal: input.signal },
+        clients,
+        warmCoupon,
       );
     }
+    const couponId = await createCoupon(
+      `Load test ${startedAt.toISOString()}`,
+      options.couponStock,
+    );
+    // What the instances' metrics held before the load (the warm-up, the
+    // startup), taken off what they hold after it.
+    const metricsBefore = await scrapeTimeHistograms(ports);
     const setupMs = performance.now() - setupStarted;
     event(
       `Coupon ${couponId} with stock ${options.couponStock}: sending ${options.requests} requests ` +
@@ -173,6 +200,12 @@ export async function runLoadTest(
         ? undefined
         : killLastInstance(instances, killAt, options.restartDelayMs, event));
     const load = await drive(options, input, clients, couponId, crash);
+    // Before the invariant check: the instances still run, and nothing
+    // else has touched their metrics since the last request.
+    const timeSplit = timeSplitBetween(
+      metricsBefore,
+      await scrapeTimeHistograms(instances.map((i) => i.port)),
+    );
     const holderKillReport = holderKill?.report(load.records);
 
     event('Checking the invariants against the database and Redis');
@@ -211,6 +244,7 @@ export async function runLoadTest(
       sale: check.state,
       invariants,
       holderKill: holderKillReport,
+      timeSplit,
     });
   } finally {
     for (const client of clients) client.close();

@@ -11,6 +11,7 @@ import { CouponService } from '../coupon/coupon.service.js';
 import { saleState, type Coupon } from '../coupon/coupon.types.js';
 import { stockKey } from '../coupon/stock-cache.js';
 import { StockReconciler } from '../coupon/stock-reconciler.js';
+import { registerSaleStepMetric, timeSaleStep } from '../metrics/sale-steps.js';
 import { OrderRepository } from '../order/order.repository.js';
 import {
   PurchaseLedger,
@@ -59,6 +60,7 @@ export class SeckillService {
     private readonly soldOut: SoldOutBoard,
   ) {
     this.scripts = defineSeckillScripts(redis);
+    registerSaleStepMetric();
   }
 
   /**
@@ -80,13 +82,15 @@ export class SeckillService {
     if (this.reconciler.isSuspect(couponId)) {
       await this.reconciler.reconcile(coupon);
     }
-    await this.takeUnitInRedis(coupon, userId);
+    await timeSaleStep('script', () => this.takeUnitInRedis(coupon, userId));
 
     let outcome: LedgerOutcome;
     try {
-      outcome = await this.ledger.record(
-        { couponId, userId, amountPaid: coupon.price },
-        signal,
+      outcome = await timeSaleStep('database', () =>
+        this.ledger.record(
+          { couponId, userId, amountPaid: coupon.price },
+          signal,
+        ),
       );
     } catch (error) {
       return this.settleFailedSale(coupon, userId, error, signal);
