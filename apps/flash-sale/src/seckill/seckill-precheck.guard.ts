@@ -27,7 +27,7 @@ export class SeckillPrecheckGuard implements CanActivate {
   constructor(
     @Inject(REDIS_CLIENT) private readonly redis: RedisClient,
     private readonly orders: OrderRepository,
-    private readonly soldOut: SoldOutBoard,
+    private readonly board: SoldOutBoard,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -63,7 +63,7 @@ export class SeckillPrecheckGuard implements CanActivate {
     if (bought === 1) await this.answerRepeatBuyer(couponId, userId);
     if (Number(stock) <= 0) {
       // Purchases of it still queued here for the lock can stop waiting.
-      this.soldOut.announce(couponId);
+      this.board.announce(couponId);
       throw soldOut();
     }
     return true;

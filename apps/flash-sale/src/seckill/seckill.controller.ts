@@ -57,7 +57,7 @@ abstract class SeckillRoute {
 export class SeckillController extends SeckillRoute {
   constructor(
     seckill: SeckillService,
-    private readonly soldOut: SoldOutBoard,
+    private readonly board: SoldOutBoard,
   ) {
     super(seckill);
   }
@@ -67,7 +67,7 @@ export class SeckillController extends SeckillRoute {
   @DistributedLock('coupon:<0>', {
     // Queued purchases stop waiting once the coupon sold out: 409 SOLD_OUT.
     signal(this: SeckillController, couponId: number) {
-      return this.soldOut.signalFor(couponId);
+      return this.board.signalFor(couponId);
     },
   })
   buy(

@@ -57,7 +57,7 @@ export class SeckillService {
     private readonly orders: OrderRepository,
     private readonly ledger: PurchaseLedger,
     private readonly reconciler: StockReconciler,
-    private readonly soldOut: SoldOutBoard,
+    private readonly board: SoldOutBoard,
   ) {
     this.scripts = defineSeckillScripts(redis);
     registerSaleStepMetric();
@@ -121,7 +121,7 @@ export class SeckillService {
       result = await this.scripts.buy(coupon.id, userId);
     }
     if (result === BuyResult.SoldOut) {
-      this.soldOut.announce(coupon.id);
+      this.board.announce(coupon.id);
       throw soldOut();
     }
     if (result !== BuyResult.Bought) {
