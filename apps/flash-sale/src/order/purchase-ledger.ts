@@ -10,7 +10,7 @@ export type LedgerOutcome =
   | { readonly kind: 'sold-out' };
 
 /**
- * The database side of a sale, the last line of defence: one transaction
+ * The database side of a sale, the last line of defence: one statement
  * takes a unit from `coupons.sold` only while `sold < stock` and inserts the
  * order, so neither a wrong Redis count nor a lost lock can oversell, and
  * UNIQUE (coupon_id, user_id) still refuses a second order.
@@ -20,20 +20,24 @@ export class PurchaseLedger {
   constructor(@Inject(DATABASE) private readonly db: Db) {}
 
   /**
-   * Sells one unit and writes the order in one transaction of one statement
-   * (BEGIN, the statement, COMMIT: three round trips where an UPDATE and an
-   * INSERT would take four, all of them inside the coupon's lock). `signal`
-   * (the coupon lock's) is checked before the commit: a lock lost by then
-   * rolls the sale back with the signal's reason.
+   * Sells one unit and writes the order in one statement: one round trip
+   * inside the coupon's lock, committed on its own. `signal` (the coupon
+   * lock's) is checked once a connection is in hand, just before the
+   * statement goes: a lock lost by then sells nothing and rejects with the
+   * signal's reason. A lock lost while the statement runs cannot oversell
+   * or sell twice either: the statement's own guard and the unique order per
+   * user decide, whoever holds the lock.
    *
    * Fails with unique_violation (23505) when the user already has an order.
    */
   async record(order: NewOrder, signal?: AbortSignal): Promise<LedgerOutcome> {
     signal?.throwIfAborted();
-    return this.db.transaction().execute(async (trx) => {
-      // A data-modifying CTE runs exactly once; the INSERT writes a row only
-      // when the guarded UPDATE took a unit, so no row back means sold out
-      // and nothing written.
+    return this.db.connection().execute(async (connection) => {
+      signal?.throwIfAborted();
+      // A data-modifying CTE runs exactly once, and the statement is atomic:
+      // the INSERT writes a row only when the guarded UPDATE took a unit (no
+      // row back means sold out, nothing written), and a failed INSERT (the
+      // user's second order) takes the UPDATE back with it.
       const { rows } = await sql<{ id: number }>`
         with taken as (
           update coupons set sold = sold + 1
@@ -42,11 +46,11 @@ export class PurchaseLedger {
         )
         insert into orders (coupon_id, user_id, amount_paid)
         select id, ${order.userId}, ${order.amountPaid} from taken
-        returning id`.execute(trx);
+        returning id`.execute(connection);
       const [row] = rows;
-      if (!row) return { kind: 'sold-out' };
-      signal?.throwIfAborted();
-      return { kind: 'ordered', orderId: Number(row.id) };
+      return row
+        ? { kind: 'ordered', orderId: Number(row.id) }
+        : { kind: 'sold-out' };
     });
   }
 
