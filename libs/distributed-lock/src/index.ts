@@ -104,3 +104,23 @@ export {
   type RedisSemaphoreBackendOptions,
 } from './semaphore/redis/redis-semaphore-backend.js';
 export { MemorySemaphoreBackend } from './semaphore/memory/memory-semaphore-backend.js';
+
+export {
+  ReadWriteLockService,
+  MAX_READERS,
+  type ReadWriteLockOptions,
+  type ReadWriteLockServiceSettings,
+} from './rwlock/read-write-lock.service.js';
+export { ReadWriteLockHandle } from './rwlock/read-write-lock-handle.js';
+export { currentReadWriteLock } from './rwlock/rwlock-scope.js';
+export {
+  ReadLock,
+  WriteLock,
+  READ_WRITE_LOCK_METADATA,
+  type ReadWriteLockDecoratorOptions,
+} from './rwlock/read-write-lock.decorators.js';
+export {
+  LockUpgradeError,
+  ReadWriteLockNotAcquiredError,
+  type ReadWriteLockMode,
+} from './rwlock/rwlock-errors.js';

@@ -24,6 +24,8 @@ import {
   shareRedisWithSemaphores,
 } from '../semaphore/semaphore-wiring.js';
 import { SemaphoreService } from '../semaphore/semaphore.service.js';
+import { createReadWriteLockService } from '../rwlock/rwlock-wiring.js';
+import { ReadWriteLockService } from '../rwlock/read-write-lock.service.js';
 import { LockExplorer } from './lock-explorer.js';
 import {
   ConfigurableModuleClass,
@@ -60,8 +62,18 @@ import {
       inject: [DISTRIBUTED_LOCK_OPTIONS, LockService],
       useFactory: createSemaphoreService,
     },
+    {
+      provide: ReadWriteLockService,
+      inject: [DISTRIBUTED_LOCK_OPTIONS, LockService],
+      useFactory: createReadWriteLockService,
+    },
   ],
-  exports: [LockService, LockHealthIndicator, SemaphoreService],
+  exports: [
+    LockService,
+    LockHealthIndicator,
+    SemaphoreService,
+    ReadWriteLockService,
+  ],
 })
 export class DistributedLockModule extends ConfigurableModuleClass {}
 
@@ -132,7 +144,8 @@ function createLockService(
     },
     redis,
   );
-  // Semaphores run on the same connection (see semaphore-wiring.ts).
+  // Semaphores and read-write locks run on the same connection (see
+  // semaphore-wiring.ts).
   if (redis) shareRedisWithSemaphores(service, redis.client);
   return service;
 }

@@ -52,12 +52,25 @@ export interface SemaphoreRequest {
   readonly waitMs: number;
   /** Aborting it stops waiting (the acquisition then resolves busy). */
   readonly signal?: AbortSignal;
+  /**
+   * Issue a fencing token with the grant, in the same atomic step: one more
+   * than any issued for this key before (the store keeps its counter per key
+   * for good, also once the semaphore is idle). Read-write locks set it for
+   * writers. Default false.
+   */
+  readonly fence?: boolean;
 }
 
 export interface SemaphoreGrant {
   readonly acquired: true;
   /** The lease the permits have at least, counted from when acquire was called. */
   readonly leaseMs: number;
+  /**
+   * With `fence` set: the grant's fencing token, strictly above every token
+   * issued for this key before. A request answered again (sent twice after
+   * a lost answer) gets the token of its grant, not a new one.
+   */
+  readonly fencingToken?: number;
 }
 
 export interface SemaphoreBusy {

@@ -58,23 +58,34 @@ export function createSemaphoreService(
   locks: LockService,
 ): SemaphoreService {
   const resolved = resolveLockOptions(options);
-  const client = moduleClients.get(locks);
-  let backend: SemaphoreBackend;
-  if (options.backend instanceof MemoryLockBackend)
-    backend = new MemorySemaphoreBackend();
-  else if (client)
-    backend = new RedisSemaphoreBackend({
-      client,
-      commandTimeoutMs: resolved.commandTimeout,
-    });
-  else backend = unavailableBackend(options);
   return new ManagedSemaphoreService({
-    backend,
+    backend: createSemaphoreBackend(options, locks),
     keyPrefix: resolved.keyPrefix,
     leaseTime: resolved.sessionTtl ?? lockOptionDefaults.sessionTtl,
     waitTime: resolved.waitTime,
     maxKeyLength: resolved.maxKeyLength,
   });
+}
+
+/**
+ * A semaphore store on the store of the module's LockService: Redis or
+ * Cluster on its client (with a pub/sub connection of its own), memory for a
+ * `MemoryLockBackend`, else one whose every call fails. Semaphores and
+ * read-write locks each get their own.
+ */
+export function createSemaphoreBackend(
+  options: DistributedLockModuleOptions,
+  locks: LockService,
+): SemaphoreBackend {
+  const client = moduleClients.get(locks);
+  if (options.backend instanceof MemoryLockBackend)
+    return new MemorySemaphoreBackend();
+  if (client)
+    return new RedisSemaphoreBackend({
+      client,
+      commandTimeoutMs: resolveLockOptions(options).commandTimeout,
+    });
+  return unavailableBackend(options);
 }
 
 /**
@@ -86,12 +97,12 @@ function unavailableBackend(
   options: DistributedLockModuleOptions,
 ): SemaphoreBackend {
   const why = options.nodes
-    ? 'the quorum backend (`nodes`) has no semaphores'
-    : 'a custom `backend` other than MemoryLockBackend has no semaphores';
+    ? 'the quorum backend (`nodes`) has none'
+    : 'a custom `backend` other than MemoryLockBackend has none';
   const fail = () =>
     Promise.reject(
       new LockBackendError(
-        `Semaphores need the module's Redis or Cluster connection: ${why}`,
+        `Semaphores and read-write locks need the module's Redis or Cluster connection: ${why}`,
       ),
     );
   return {

@@ -190,9 +190,11 @@ const unsupported = () =>
 
 /**
  * `HeldKey` renews, releases and watches a lease through a `LockBackend`;
- * this is the semaphore store seen that way (it issues no fencing tokens).
+ * this is the semaphore store seen that way (it issues no fencing tokens
+ * after the grant). Read-write locks use it too.
+ * @internal
  */
-function leaseStore(backend: SemaphoreBackend): LockBackend {
+export function leaseStore(backend: SemaphoreBackend): LockBackend {
   return {
     acquire: unsupported,
     isLocked: unsupported,

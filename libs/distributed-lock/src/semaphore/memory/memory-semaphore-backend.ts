@@ -34,6 +34,8 @@ interface Semaphore {
  */
 export class MemorySemaphoreBackend implements SemaphoreBackend {
   private readonly semaphores = new Map<string, Semaphore>();
+  /** Last fencing token issued per key; outlives the semaphores (idle ones too). */
+  private readonly fences = new Map<string, number>();
   private closed = false;
 
   acquire(request: SemaphoreRequest): Promise<SemaphoreGrant | SemaphoreBusy> {
@@ -135,7 +137,10 @@ export class MemorySemaphoreBackend implements SemaphoreBackend {
       expiresAt: performance.now() + leaseMs,
       timer: this.expiry(key, semaphore, token, leaseMs),
     });
-    return { acquired: true, leaseMs: leaseMs + waited };
+    if (!request.fence) return { acquired: true, leaseMs: leaseMs + waited };
+    const fencingToken = (this.fences.get(key) ?? 0) + 1;
+    this.fences.set(key, fencingToken);
+    return { acquired: true, leaseMs: leaseMs + waited, fencingToken };
   }
 
   private expiry(

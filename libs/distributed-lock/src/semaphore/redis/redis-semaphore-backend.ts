@@ -10,6 +10,7 @@ import type {
 import { SemaphoreLimitMismatchError } from '../semaphore-errors.js';
 import {
   defineSemaphoreScripts,
+  fenceCounterKey,
   semaphoreKeys,
   wakeChannel,
   type SemaphoreScripts,
@@ -34,7 +35,7 @@ export interface RedisSemaphoreBackendOptions {
   readonly queueTtlMs?: number;
 }
 
-type Reply = [status: number, value: number];
+type Reply = [status: number, value: number, fencingToken?: number];
 
 /**
  * Semaphores on one Redis server or a Redis Cluster. The semaphore's holders,
@@ -129,9 +130,10 @@ export class RedisSemaphoreBackend implements SemaphoreBackend {
     startedAt: number,
   ): Promise<SemaphoreGrant | SemaphoreBusy> {
     const sentAt = monotonicNow();
-    const [status, value] = (await this.call(
+    const [status, value, fencingToken] = (await this.call(
       this.scripts.semaphoreAcquire(
         ...semaphoreKeys(request.key),
+        fenceCounterKey(request.key),
         request.token,
         request.permits,
         request.limit,
@@ -139,6 +141,7 @@ export class RedisSemaphoreBackend implements SemaphoreBackend {
         queue ? '1' : '0',
         this.queueTtlMs,
         wakeChannel(request.key),
+        request.fence === true ? '1' : '0',
       ),
       'acquire',
     )) as Reply;
@@ -151,7 +154,10 @@ export class RedisSemaphoreBackend implements SemaphoreBackend {
     if (status === 1) {
       // The lease began after this send; the contract counts it from the
       // start of the call, so the wait before the send is added.
-      return { acquired: true, leaseMs: Number(value) + (sentAt - startedAt) };
+      const leaseMs = Number(value) + (sentAt - startedAt);
+      return fencingToken === undefined || fencingToken === null
+        ? { acquired: true, leaseMs }
+        : { acquired: true, leaseMs, fencingToken: Number(fencingToken) };
     }
     const retry = Number(value);
     return retry >= 0

@@ -8,9 +8,12 @@ import {
 const withIncludes = (name: string): string =>
   readScriptWithIncludes(import.meta.url, name);
 
-/** One script per verb, each over the semaphore's six keys (see common.lua). */
+/**
+ * One script per verb, each over the semaphore's six keys (see common.lua);
+ * acquire also takes the fencing-token counter ({@link fenceCounterKey}).
+ */
 const scripts = {
-  semaphoreAcquire: { numberOfKeys: 6, lua: withIncludes('acquire') },
+  semaphoreAcquire: { numberOfKeys: 7, lua: withIncludes('acquire') },
   semaphoreExtend: { numberOfKeys: 6, lua: withIncludes('extend') },
   semaphoreRelease: { numberOfKeys: 6, lua: withIncludes('release') },
 } as const;
@@ -38,6 +41,12 @@ export function semaphoreKeys(key: string): string[] {
     `${key}:wants`,
   ];
 }
+
+/**
+ * The fencing-token counter of semaphore `key` (same hash tag). Unlike the
+ * six keys above it never expires, so tokens keep rising across idle spells.
+ */
+export const fenceCounterKey = (key: string): string => `${key}:fence`;
 
 /** The pub/sub channel on which semaphore `key`'s queue head is woken. */
 export const wakeChannel = (key: string): string => `${key}:wake`;

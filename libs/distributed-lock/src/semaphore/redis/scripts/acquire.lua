@@ -2,8 +2,13 @@
 -- ms, if they are free and nobody queued earlier is waiting. Busy: with
 -- ARGV[5] = '1' the token takes (or keeps) its place in the queue, which
 -- lapses ARGV[6] ms from now unless asked again. ARGV[7]: the wake channel.
--- Returns {1, lease ms} granted, {0, ms until the earliest lease ends or -1}
--- busy, {-1, limit} when the semaphore is in use with another limit.
+-- ARGV[8] = '1': issue a fencing token with the grant, from the counter
+-- KEYS[7] (same hash tag; never deleted nor expired, so tokens never go
+-- back when the semaphore goes idle); the token is kept in meta as
+-- `fence:<token>` while held, so a request sent again gets the same one.
+-- Returns {1, lease ms[, fencing token]} granted, {0, ms until the earliest
+-- lease ends or -1} busy, {-1, limit} when the semaphore is in use with
+-- another limit.
 -- #include common
 local token = ARGV[1]
 local permits = tonumber(ARGV[2])
@@ -20,6 +25,10 @@ end
 -- Sent again after a lost answer: the first run granted it already.
 local leaseEnd = redis.call('ZSCORE', KEYS[1], token)
 if leaseEnd then
+  local issued = redis.call('HGET', KEYS[5], 'fence:' .. token)
+  if issued then
+    return { 1, tonumber(leaseEnd) - now, tonumber(issued) }
+  end
   return { 1, tonumber(leaseEnd) - now }
 end
 local rank = redis.call('ZRANK', KEYS[3], token)
@@ -37,7 +46,21 @@ if ahead + permits <= free and wantedBy(ahead) + permits <= free then
     redis.call('ZREM', KEYS[4], token)
     redis.call('HDEL', KEYS[6], token)
   end
+  local fence
+  if ARGV[8] == '1' then
+    -- One more than the last, and at least the server clock in µs, as the
+    -- mutex's next-fence.lua: a counter lost with a Redis restart cannot
+    -- make tokens go back.
+    local clockUs = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+    fence = math.max((tonumber(redis.call('GET', KEYS[7])) or 0) + 1, clockUs)
+    local text = string.format('%.0f', fence)
+    redis.call('SET', KEYS[7], text)
+    redis.call('HSET', KEYS[5], 'fence:' .. token, text)
+  end
   tidy()
+  if fence then
+    return { 1, lease, fence }
+  end
   return { 1, lease }
 end
 if ARGV[5] == '1' then

@@ -1,23 +1,45 @@
 -- Shared by every semaphore script. KEYS: 1 holders (ZSET token -> lease end,
 -- ms), 2 permits (HASH token -> permits held), 3 queue (ZSET token -> arrival
 -- number), 4 queue liveness (ZSET token -> when the waiter's entry lapses),
--- 5 meta (HASH limit, seq), 6 wants (HASH queued token -> permits it asks
--- for). All six share the semaphore's hash tag.
+-- 5 meta (HASH limit, seq, fence:<token> -> fencing token of a holder that
+-- has one), 6 wants (HASH queued token -> permits it asks for). All six
+-- share the semaphore's hash tag, as does acquire.lua's KEYS[7], the
+-- fencing-token counter, which no script deletes.
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+-- Runs `command` on `key` with the values of `list` as arguments, a chunk at
+-- a time (Lua's unpack takes at most a few thousand values: a read-write
+-- lock can have more readers queued or expiring at once). Returns the
+-- replies, concatenated.
+local function inChunks(command, key, list)
+  local replies = {}
+  for from = 1, #list, 1000 do
+    local part = redis.call(command, key, unpack(list, from, math.min(from + 999, #list)))
+    if type(part) == 'table' then
+      for i = 1, #part do
+        replies[#replies + 1] = part[i]
+      end
+    end
+  end
+  return replies
+end
 
 -- Drops holders whose lease ended and waiters that stopped renewing their
 -- place; true when anything went.
 local function purge()
   local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
   if #gone > 0 then
-    redis.call('HDEL', KEYS[2], unpack(gone))
+    inChunks('HDEL', KEYS[2], gone)
+    for i = 1, #gone do
+      redis.call('HDEL', KEYS[5], 'fence:' .. gone[i])
+    end
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   end
   local left = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
   if #left > 0 then
-    redis.call('ZREM', KEYS[3], unpack(left))
-    redis.call('HDEL', KEYS[6], unpack(left))
+    inChunks('ZREM', KEYS[3], left)
+    inChunks('HDEL', KEYS[6], left)
     redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
   end
   return #gone > 0 or #left > 0
@@ -40,7 +62,7 @@ local function wantedBy(count)
   end
   local tokens = redis.call('ZRANGE', KEYS[3], 0, count - 1)
   local total = 0
-  local wants = redis.call('HMGET', KEYS[6], unpack(tokens))
+  local wants = inChunks('HMGET', KEYS[6], tokens)
   for i = 1, #wants do
     total = total + (tonumber(wants[i]) or 1)
   end
@@ -60,7 +82,7 @@ local function wakeFitting(channel, limit)
   if #tokens == 0 then
     return
   end
-  local wants = redis.call('HMGET', KEYS[6], unpack(tokens))
+  local wants = inChunks('HMGET', KEYS[6], tokens)
   for i = 1, #tokens do
     free = free - (tonumber(wants[i]) or 1)
     if free < 0 then

@@ -6,6 +6,7 @@ local leaseEnd = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local owned = leaseEnd and tonumber(leaseEnd) > now
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[5], 'fence:' .. ARGV[1])
 local queued = redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])

@@ -1,0 +1,52 @@
+import type {
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
+import type { LockService } from '../lock-service/lock.service.js';
+import {
+  lockOptionDefaults,
+  resolveLockOptions,
+  type DistributedLockModuleOptions,
+} from '../module/distributed-lock.options.js';
+import { createSemaphoreBackend } from '../semaphore/semaphore-wiring.js';
+import {
+  setReadWriteLockService,
+  unsetReadWriteLockService,
+} from './rwlock-binding.js';
+import { ReadWriteLockService } from './read-write-lock.service.js';
+
+/** A ReadWriteLockService that serves the decorators while the app runs. */
+class ManagedReadWriteLockService
+  extends ReadWriteLockService
+  implements OnApplicationBootstrap, OnApplicationShutdown
+{
+  onApplicationBootstrap(): void {
+    setReadWriteLockService(this);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    unsetReadWriteLockService(this);
+    await this.close();
+  }
+}
+
+/**
+ * The module's ReadWriteLockService, on a semaphore store of its own over
+ * the store of its LockService (the same Redis or Cluster client, one more
+ * connection for pub/sub wake-ups; memory for a `MemoryLockBackend`). The
+ * watchdog lease is the module's `sessionTtl` (default 5 s), as for
+ * semaphores: a dead process's holds come back within it.
+ */
+export function createReadWriteLockService(
+  options: DistributedLockModuleOptions,
+  locks: LockService,
+): ReadWriteLockService {
+  const resolved = resolveLockOptions(options);
+  return new ManagedReadWriteLockService({
+    backend: createSemaphoreBackend(options, locks),
+    keyPrefix: resolved.keyPrefix,
+    leaseTime: resolved.sessionTtl ?? lockOptionDefaults.sessionTtl,
+    waitTime: resolved.waitTime,
+    maxKeyLength: resolved.maxKeyLength,
+  });
+}
