@@ -14,6 +14,7 @@ export const allScenarios = [
   'G',
   'H',
   'I',
+  'J',
 ] as const;
 export type Scenario = (typeof allScenarios)[number];
 
@@ -23,7 +24,7 @@ function usage(): string {
     '       npm run bench:smoke',
     '',
     '  --smoke       short slices, one repetition, ~20,000 soak cycles (about a minute)',
-    '  --only LIST   scenarios to run, e.g. A,C (default: A,B,C,D,E,F,G,H,I)',
+    '  --only LIST   scenarios to run, e.g. A,C (default: A,B,C,D,E,F,G,H,I,J)',
     '  --out DIR     where the report goes (default: docs/benchmarks, smoke: .bench-output/smoke)',
     '  --contenders LIST  only these contenders besides the baselines, e.g. ours-service,redlock5',
     '  --render FILE rewrite the report and chart from a JSON file of an earlier run (no benchmark)',

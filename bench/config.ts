@@ -71,6 +71,19 @@ export interface BenchConfig {
     /** Longest wait for stragglers after the window before giving up on them. */
     readonly drainMs: number;
   };
+  /** J: many callers on one read-write lock, mostly reading. */
+  readonly rwlock: {
+    readonly reps: number;
+    readonly windowMs: number;
+    /** Callers (loops) in all, spread evenly over the processes. */
+    readonly callers: number;
+    readonly processes: number;
+    /** Share of the acquisitions that are reads (the rest are writes). */
+    readonly readShare: number;
+    readonly holds: readonly number[];
+    /** Longest wait for stragglers after the window before giving up on them. */
+    readonly drainMs: number;
+  };
   readonly soak: {
     readonly cycles: number;
     readonly loops: number;
@@ -127,6 +140,15 @@ export const fullConfig: BenchConfig = {
     holds: [0, 1],
     drainMs: 15_000,
   },
+  rwlock: {
+    reps: 3,
+    windowMs: 2_000,
+    callers: 32,
+    processes: 4,
+    readShare: 0.9,
+    holds: [0, 1],
+    drainMs: 15_000,
+  },
   soak: { cycles: 1_000_000, loops: 64, keys: 16, checkpoints: 10 },
 };
 
@@ -169,6 +191,16 @@ export const smokeConfig: BenchConfig = {
     // Fewer worker processes to start (each contender has its own).
     processes: 2,
     limit: 4,
+    holds: [1],
+    drainMs: 5_000,
+  },
+  rwlock: {
+    reps: 1,
+    windowMs: 200,
+    callers: 32,
+    // Fewer worker processes to start (each contender has its own).
+    processes: 2,
+    readShare: 0.9,
     holds: [1],
     drainMs: 5_000,
   },

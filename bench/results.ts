@@ -6,6 +6,7 @@ import type { FlashSaleResult } from './scenarios/f-flash-sale.js';
 import type { SoakResult } from './scenarios/g-soak.js';
 import type { DeploymentsResult } from './scenarios/h-deployments.js';
 import type { SemaphoreResult } from './scenarios/i-semaphore.js';
+import type { ReadWriteResult } from './scenarios/j-rwlock.js';
 import type { UncontendedResult } from './scenarios/uncontended.js';
 
 export interface MachineInfo {
@@ -39,6 +40,7 @@ export interface BenchResults {
   readonly G?: SoakResult;
   readonly H?: DeploymentsResult;
   readonly I?: SemaphoreResult;
+  readonly J?: ReadWriteResult;
   /** Failures of the harness or of a contender, one line each. */
   readonly errors: readonly string[];
 }

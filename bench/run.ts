@@ -5,7 +5,7 @@
  *   node --import @swc-node/register/esm-register bench/run.ts [--smoke] [--only A,C] [--out DIR]
  *
  * Starts its own redis-server processes on free loopback ports, runs the
- * scenarios A-I (see the report's Method section), and writes a Markdown
+ * scenarios A-J (see the report's Method section), and writes a Markdown
  * report, the raw JSON and an SVG chart of C to DIR (full: docs/benchmarks,
  * smoke: .bench-output/smoke), then prints the ratios and the targets. Exits
  * 1 when a scenario or a contender failed, never because of a speed figure.
@@ -26,6 +26,7 @@ import {
   contenders,
   contentionIds,
   quorumIds,
+  readWriteLockIds,
   semaphoreIds,
   uncontendedIds,
 } from './contenders/index.js';
@@ -54,6 +55,10 @@ import {
   plannedSemaphore,
   runSemaphoreScenario,
 } from './scenarios/i-semaphore.js';
+import {
+  plannedReadWrite,
+  runReadWriteScenario,
+} from './scenarios/j-rwlock.js';
 import { plannedUncontended, runUncontended } from './scenarios/uncontended.js';
 import { NamedWorkers } from './workers/pool.js';
 
@@ -142,6 +147,7 @@ async function main(): Promise<void> {
       (2 * (config.deployments.warmupMs + config.deployments.sliceMs)) / 1000 +
       0.5,
     I: config.semaphore.windowMs / 1000 + 0.6,
+    J: config.rwlock.windowMs / 1000 + 0.6,
   };
   const uncontendedCount = cli.pick(uncontendedIds).length;
   const planned: Record<Scenario, number> = {
@@ -155,6 +161,7 @@ async function main(): Promise<void> {
     G: plannedSoak(ctx),
     H: plannedDeployments(ctx),
     I: plannedSemaphore(ctx, cli.pick(semaphoreIds).length),
+    J: plannedReadWrite(ctx, cli.pick(readWriteLockIds).length),
   };
   for (const s of cli.only) progress.plan(planned[s], secondsEach[s]);
 
@@ -188,6 +195,9 @@ async function main(): Promise<void> {
     await attempt('G', () => runSoak(ctx));
     await attempt('H', () => runDeployments(ctx));
     await attempt('I', () => runSemaphoreScenario(ctx, cli.pick(semaphoreIds)));
+    await attempt('J', () =>
+      runReadWriteScenario(ctx, cli.pick(readWriteLockIds)),
+    );
   } finally {
     progress.finish();
     await uncontendedWorkers.stop();
@@ -225,6 +235,7 @@ for (const id of [
   ...contentionIds,
   ...quorumIds,
   ...semaphoreIds,
+  ...readWriteLockIds,
 ])
   contender(id);
 

@@ -25,6 +25,8 @@ const oursModule = (): Promise<ContenderModule> => import('./ours.js');
 const peersModule = (): Promise<ContenderModule> => import('./peers.js');
 const rawSemaphoreModule = (): Promise<ContenderModule> =>
   import('./raw-semaphore.js');
+const rawReadWriteLockModule = (): Promise<ContenderModule> =>
+  import('./raw-rwlock.js');
 
 const ours = `nest-distributed-lock (this repo) on ioredis ${v.ioredis}, Nest ${v.nest}`;
 const defaultRetries =
@@ -169,6 +171,24 @@ const all: readonly Contender[] = [
     'SemaphoreService.acquire(key, { limit, permits: 1 }), module defaults (watchdog lease, FIFO queue, pub/sub wake-ups)',
   ),
   {
+    id: 'raw-rwlock',
+    label: 'raw read-write lock (baseline)',
+    detail: `one EVALSHA script per verb: a reader joins a sorted set of tokens (scored by expiry on the server's clock) when no writer key is set and no writer-waiting key is; a writer SETs the writer key PX when no writer and no unexpired reader holds it, else sets writer-waiting PX 50 ms (writer-preferring); ZREM / compare-and-delete release; 1 ms polling, no queue; ioredis ${v.ioredis}`,
+    kind: 'baseline',
+    library: 'ioredis',
+    load: rawReadWriteLockModule,
+  },
+  oursContender(
+    'ours-rwlock',
+    'ours: ReadWriteLockService',
+    'ReadWriteLockService.read(key) / write(key), module defaults (watchdog lease, FIFO queue, a queued writer holds back later readers, pub/sub wake-ups)',
+  ),
+  oursContender(
+    'ours-rwlock-mutex',
+    'ours: LockService for reads too',
+    'LockService.acquire(key) for every read and write (reads exclusive too), module defaults (watchdog lease)',
+  ),
+  {
     id: 'semaphore-semaphore',
     label: `redis-semaphore ${v.semaphore} Semaphore`,
     detail: `redis-semaphore ${v.semaphore} Semaphore on ioredis ${v.ioredis}; defaults (retryInterval 10 ms, acquireTimeout 10 s, no queue)`,
@@ -236,6 +256,13 @@ export const semaphoreIds = [
   'raw-semaphore',
   'ours-semaphore',
   'semaphore-semaphore',
+];
+
+/** Read-write lock (J): a readers-heavy mix of reads and writes on one lock. */
+export const readWriteLockIds = [
+  'raw-rwlock',
+  'ours-rwlock',
+  'ours-rwlock-mutex',
 ];
 
 /** Quorum (D): ours and the peers' Redlock modes. */

@@ -5,6 +5,7 @@ import {
   DistributedLock,
   DistributedLockModule,
   LockService,
+  ReadWriteLockService,
   SemaphoreService,
   type DistributedLockModuleOptions,
 } from '@app/distributed-lock';
@@ -143,6 +144,31 @@ const openSemaphore: OpenContender = async ({ urls }) => {
 };
 
 /**
+ * J: a read or write hold (as the loop drew) of one read-write lock through
+ * `ReadWriteLockService.read()` / `write()` and `handle.release()`, at the
+ * module defaults (watchdog lease, FIFO queue with pub/sub wake-ups).
+ */
+const openReadWriteLock: OpenContender = async ({ urls }) => {
+  const app = await createContext({ redis: urls[0] });
+  const locks = app.get(ReadWriteLockService);
+  return {
+    async acquire(key, { signal, mode }): Promise<HeldLock> {
+      if (mode === undefined) throw new Error('ours-rwlock needs a mode');
+      const handle =
+        mode === 'write'
+          ? await locks.write(key, { signal })
+          : await locks.read(key, { signal });
+      return {
+        release: async () => {
+          await handle.release();
+        },
+      };
+    },
+    close: () => app.close(),
+  };
+};
+
+/**
  * Through `LockService.acquire()` / `handle.release()` (the fenced one also
  * takes the fencing token of every hold, with `fence: true`, as code guarding
  * a resource with it would), and through the decorator.
@@ -158,4 +184,7 @@ export const openers: ContenderModule['openers'] = {
   'ours-quorum': ({ urls }) => lockServiceOn({ nodes: [...urls] }, true),
   'ours-decorator': openDecorator,
   'ours-semaphore': openSemaphore,
+  'ours-rwlock': openReadWriteLock,
+  // J: the mutex for reads and writes alike (it ignores the mode).
+  'ours-rwlock-mutex': ({ urls }) => lockServiceOn({ redis: urls[0] }),
 };

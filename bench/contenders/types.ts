@@ -10,6 +10,8 @@ export interface AcquireOptions {
   readonly signal?: AbortSignal;
   /** Permits the semaphore has in all (I's semaphore contenders take one of them; locks ignore it). */
   readonly limit?: number;
+  /** J: a read (shared) or write (exclusive) hold of a read-write lock; mutex contenders ignore it. */
+  readonly mode?: 'read' | 'write';
 }
 
 /** One process's handle on a lock implementation: its clients, its lock objects. */

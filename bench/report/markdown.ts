@@ -6,6 +6,7 @@ import { flashSaleSection } from './sections/f-flash-sale.js';
 import { soakSection } from './sections/g-soak.js';
 import { deploymentsSection } from './sections/h-deployments.js';
 import { semaphoreSection } from './sections/i-semaphore.js';
+import { readWriteSection } from './sections/j-rwlock.js';
 import { introSection } from './sections/intro.js';
 import { uncontendedSections } from './sections/uncontended.js';
 
@@ -14,7 +15,7 @@ export { jsonName } from './sections/intro.js';
 
 /**
  * The Markdown report of a run: the opening (targets, method, machine), then a
- * section per scenario that ran, in the order A-I. Each section's text is in
+ * section per scenario that ran, in the order A-J. Each section's text is in
  * `./sections/`, the number and table formatting in `./format.ts`.
  */
 export function renderMarkdown(r: BenchResults, chartFile: string): string {
@@ -28,6 +29,7 @@ export function renderMarkdown(r: BenchResults, chartFile: string): string {
     ...(r.G ? soakSection(r.G) : []),
     ...(r.H ? [deploymentsSection(r.H)] : []),
     ...(r.I ? semaphoreSection(r.I) : []),
+    ...(r.J ? readWriteSection(r.J) : []),
   ];
   return `${out.join('\n').trimEnd()}\n`;
 }

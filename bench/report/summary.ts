@@ -6,6 +6,7 @@ import { quorumTable } from './sections/d-quorum.js';
 import { soakSummary } from './sections/g-soak.js';
 import { deploymentsTable } from './sections/h-deployments.js';
 import { semaphoreTable } from './sections/i-semaphore.js';
+import { readWriteTable } from './sections/j-rwlock.js';
 import { targetsTable } from './sections/intro.js';
 import { comparedRows } from './sections/uncontended.js';
 import { checkTargets } from './targets.js';
@@ -72,6 +73,13 @@ export function consoleSummary(r: BenchResults): string {
     out.push(
       `I  semaphore, ${r.I!.callers} callers on ${r.I!.limit} permits: ${variant.label} (${r.I!.reps} repetition(s)):`,
       semaphoreTable(variant, r.I!.limit),
+      '',
+    );
+  }
+  for (const variant of r.J?.variants ?? []) {
+    out.push(
+      `J  read-write lock, ${r.J!.callers} callers: ${variant.label} (${r.J!.reps} repetition(s); figures only, no targets yet):`,
+      readWriteTable(variant),
       '',
     );
   }

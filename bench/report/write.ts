@@ -80,6 +80,12 @@ export function collectErrors(r: Partial<BenchResults>): string[] {
         found.push(`I (${variant.label}): ${row.label}: ${row.error}`);
     }
   }
+  for (const variant of r.J?.variants ?? []) {
+    for (const row of variant.rows) {
+      if (row.error)
+        found.push(`J (${variant.label}): ${row.label}: ${row.error}`);
+    }
+  }
   return found;
 }
 

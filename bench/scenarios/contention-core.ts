@@ -16,6 +16,13 @@ export interface ContentionSpec {
   readonly drainMs: number;
   /** I: the semaphore's permits in all (each loop takes one); absent for locks. */
   readonly limit?: number;
+  /**
+   * J: each acquisition is a read with this probability, else a write (the
+   * contender gets `mode`); absent: every acquisition is a plain one.
+   */
+  readonly readShare?: number;
+  /** J: seed of every loop's read/write draws (with its contender number), so each contender sees the same mix. */
+  readonly seed?: number;
 }
 
 /** What one process saw; timestamps on the shared clock. */
@@ -24,6 +31,8 @@ export interface ContentionEvents {
   readonly acquisitions: number[];
   /** Flat pairs: contender, wait began, for waits still open at the window's end. */
   readonly openWaits: number[];
+  /** J (with `readShare`): one per acquisition, in order: 1 for a write, 0 for a read. */
+  readonly modes?: number[];
   /** Acquisitions that gave up (retries exhausted, timed out). */
   readonly failures: number;
   /** Loops still busy when the drain time ran out. */
@@ -43,6 +52,8 @@ export async function runContention(
 ): Promise<ContentionEvents> {
   const acquisitions: number[] = [];
   const openWaits: number[] = [];
+  const modes: number[] = [];
+  const { readShare } = spec;
   let failures = 0;
   let firstError: string | undefined;
   const end = spec.startAt + spec.windowMs;
@@ -53,15 +64,25 @@ export async function runContention(
 
   const loop = async (who: number) => {
     busy += 1;
+    const draw = seededRandom((spec.seed ?? 0) * 1_000 + who);
     try {
       let waitStart = nowMs();
+      let mode: 'read' | 'write' | undefined;
       while (waitStart < end) {
         let held;
+        // A retried acquisition keeps its mode.
+        mode ??=
+          readShare === undefined
+            ? undefined
+            : draw() < readShare
+              ? 'read'
+              : 'write';
         try {
           held = await instance.acquire(spec.key, {
             ttlMs: spec.ttlMs,
             signal: stop.signal,
             limit: spec.limit,
+            mode,
           });
         } catch (error) {
           if (stop.signal.aborted || nowMs() >= end) break;
@@ -79,6 +100,8 @@ export async function runContention(
         }
         if (acquiredAt > end) break;
         acquisitions.push(who, waitStart, acquiredAt, releaseAt);
+        if (mode !== undefined) modes.push(mode === 'write' ? 1 : 0);
+        mode = undefined;
         waitStart = nowMs();
       }
       if (waitStart < end) openWaits.push(who, waitStart);
@@ -98,8 +121,21 @@ export async function runContention(
   return {
     acquisitions,
     openWaits,
+    ...(readShare === undefined ? {} : { modes }),
     failures,
     stragglers: drained ? 0 : busy,
     firstError,
+  };
+}
+
+/** mulberry32: a small seeded generator of numbers in [0, 1), for reproducible read/write mixes. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
 }
