@@ -28,6 +28,10 @@ let adminUrl: Promise<string | undefined> | undefined;
  * The URL of a local PostgreSQL the tests may create databases on (trust
  * auth), or undefined when none answers: FLASH_SALE_TEST_PG_URL, else
  * postgres://postgres@127.0.0.1:5432/test, else the same as role root.
+ *
+ * Outside CI the tests that need it are then skipped, with a warning. With
+ * CI=true it rejects instead, failing every test file that needs it: a CI
+ * machine without PostgreSQL must not pass by skipping them.
  */
 export function findTestPostgres(): Promise<string | undefined> {
   adminUrl ??= (async () => {
@@ -47,15 +51,30 @@ export function findTestPostgres(): Promise<string | undefined> {
         await client.end().catch(() => undefined);
       }
     }
+    const missing =
+      'no PostgreSQL answers at 127.0.0.1:5432 (tried roles postgres and root, ' +
+      'database test; FLASH_SALE_TEST_PG_URL names another)';
+    const howTo =
+      'Install and start it with `apt-get install -y postgresql && ' +
+      'pg_ctlcluster $(ls /etc/postgresql) main start`, with trust auth for ' +
+      '127.0.0.1 and a database named test (.ci/run does this).';
+    if (runningInCi())
+      throw new Error(
+        `flash-sale tests: CI=${process.env.CI} and ${missing}, so these tests fail ` +
+          `rather than skip. ${howTo}`,
+      );
     console.warn(
-      'flash-sale tests: no PostgreSQL at 127.0.0.1:5432 (tried roles postgres and root; ' +
-        'set FLASH_SALE_TEST_PG_URL), so the tests that need it are skipped. ' +
-        'Install and start it with `apt-get install -y postgresql && pg_ctlcluster 15 main start`, ' +
-        'with trust auth for local TCP connections.',
+      `flash-sale tests: ${missing}, so the tests that need it are skipped. ${howTo}`,
     );
     return undefined;
   })();
   return adminUrl;
+}
+
+/** CI=true (or any value but empty, 0 and false), as CI systems set it. */
+function runningInCi(): boolean {
+  const ci = process.env.CI?.trim().toLowerCase();
+  return ci !== undefined && ci !== '' && ci !== '0' && ci !== 'false';
 }
 
 export interface TestDatabase {
