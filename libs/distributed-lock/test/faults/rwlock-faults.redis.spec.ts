@@ -8,7 +8,7 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
-import { ReadWriteHolderProcess } from './rwlock-process.js';
+import { HolderProcess, RWLOCK_HOLDER } from './holder-process.js';
 
 // The holders' watchdog lease: a dead or paused holder's lock comes back
 // within it (plus the drift allowance and a round trip).
@@ -22,10 +22,10 @@ describe('read-write lock faults (separate holder processes, one Redis)', () => 
   let server: RedisServerHandle;
   let client: Redis;
   let locks: ReadWriteLockService;
-  const holders: ReadWriteHolderProcess[] = [];
+  const holders: HolderProcess[] = [];
   // Started with the server, so that their start-up overlaps the first test.
-  let killed: ReadWriteHolderProcess;
-  let paused: ReadWriteHolderProcess;
+  let killed: HolderProcess;
+  let paused: HolderProcess;
 
   beforeAll(async () => {
     server = await startRedisServer();
@@ -59,7 +59,7 @@ describe('read-write lock faults (separate holder processes, one Redis)', () => 
   });
 
   const start = (options: Record<string, unknown>) => {
-    const holder = new ReadWriteHolderProcess({
+    const holder = new HolderProcess(RWLOCK_HOLDER, {
       url: server.url,
       leaseTime: LEASE_MS,
       mode: 'read',

@@ -8,18 +8,24 @@ export interface HolderEvent {
   readonly [field: string]: unknown;
 }
 
-const WORKER =
-  'libs/distributed-lock/test/semaphore/workers/semaphore-holder.ts';
+/** The holder workers of this folder. */
+export const SEMAPHORE_HOLDER =
+  'libs/distributed-lock/test/faults/workers/semaphore-holder.ts';
+export const RWLOCK_HOLDER =
+  'libs/distributed-lock/test/faults/workers/rwlock-holder.ts';
 
-/** A semaphore-holder process and the events it printed. */
-export class SemaphoreHolderProcess {
+/**
+ * A holder process (one of the workers in ./workers, started with its options
+ * as one JSON argument) and the events it printed, one JSON line each.
+ */
+export class HolderProcess {
   readonly events: HolderEvent[] = [];
   readonly child: ChildProcess;
   private listeners: (() => void)[] = [];
   private output = '';
 
-  constructor(options: Record<string, unknown>) {
-    this.child = spawnTs(WORKER, [JSON.stringify(options)]);
+  constructor(worker: string, options: Record<string, unknown>) {
+    this.child = spawnTs(worker, [JSON.stringify(options)]);
     let pending = '';
     this.child.stdout?.on('data', (chunk: Buffer) => {
       const lines = (pending + chunk.toString()).split('\n');
@@ -38,18 +44,17 @@ export class SemaphoreHolderProcess {
     return this.child.pid!;
   }
 
-  /** The first `event`, waiting up to `timeoutMs` for it. */
+  /** The first `event`, waiting up to `timeoutMs` for it; rejects on an `error` event. */
   waitFor(event: string, timeoutMs = 15_000): Promise<HolderEvent> {
     return new Promise((resolve, reject) => {
       const check = () => {
         const seen = this.events.find((e) => e.event === event);
         const failed = this.events.find((e) => e.event === 'error');
-        if (seen || failed) {
-          clearTimeout(timer);
-          this.listeners = this.listeners.filter((l) => l !== check);
-          if (seen) resolve(seen);
-          else reject(new Error(`holder failed: ${String(failed!.message)}`));
-        }
+        if (!seen && !failed) return;
+        clearTimeout(timer);
+        this.listeners = this.listeners.filter((l) => l !== check);
+        if (seen) resolve(seen);
+        else reject(new Error(`holder failed: ${String(failed!.message)}`));
       };
       const timer = setTimeout(() => {
         this.listeners = this.listeners.filter((l) => l !== check);

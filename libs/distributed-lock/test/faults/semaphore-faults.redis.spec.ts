@@ -7,7 +7,7 @@ import {
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
 import { sleep } from '../../../../test/support/lock-fixtures.js';
-import { SemaphoreHolderProcess } from './semaphore-process.js';
+import { HolderProcess, SEMAPHORE_HOLDER } from './holder-process.js';
 
 // The holders' watchdog lease: a dead or paused holder's permits come back
 // within it (plus the drift allowance and a round trip).
@@ -18,7 +18,7 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
   let server: RedisServerHandle;
   let client: Redis;
   let semaphores: SemaphoreService;
-  const holders: SemaphoreHolderProcess[] = [];
+  const holders: HolderProcess[] = [];
 
   beforeAll(async () => {
     server = await startRedisServer();
@@ -49,7 +49,7 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
   });
 
   const start = (name: string, limit: number, permits: number) => {
-    const holder = new SemaphoreHolderProcess({
+    const holder = new HolderProcess(SEMAPHORE_HOLDER, {
       url: server.url,
       name,
       limit,
@@ -62,7 +62,7 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
 
   it('never lets more than N hold at once across OS processes', async () => {
     const workers = [0, 1, 2].map(() => {
-      const worker = new SemaphoreHolderProcess({
+      const worker = new HolderProcess(SEMAPHORE_HOLDER, {
         url: server.url,
         name: 'churn',
         limit: 3,
