@@ -1,4 +1,5 @@
 import { stockKey } from '../src/coupon/stock-cache.js';
+import { buyerTag } from '../src/web/buyer-tag.js';
 import {
   adminAuth,
   buy,
@@ -168,7 +169,7 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
   });
 
   describe('GET /api/coupons/:id/orders', () => {
-    it('lists orders with userId, newest first, up to ?limit=', async () => {
+    it('lists orders with a hash of the buyer, never the user id, newest first, up to ?limit=', async () => {
       const couponId = await createCoupon(shop.app.http, {
         stock: 5,
         price: 2.5,
@@ -181,24 +182,32 @@ describe.skipIf(!postgres)('coupon endpoints and /health', () => {
         .get(`/api/coupons/${couponId}/orders`)
         .expect(200);
       expect(all.body).toEqual([
-        expect.objectContaining({ userId: 'third', couponId, amountPaid: 2.5 }),
-        expect.objectContaining({ userId: 'second' }),
-        expect.objectContaining({ userId: 'first' }),
+        expect.objectContaining({
+          buyer: buyerTag('third'),
+          couponId,
+          amountPaid: 2.5,
+        }),
+        expect.objectContaining({ buyer: buyerTag('second') }),
+        expect.objectContaining({ buyer: buyerTag('first') }),
       ]);
       expect(all.body[0]).toEqual({
         id: expect.any(Number),
         couponId,
-        userId: 'third',
+        buyer: buyerTag('third'),
         amountPaid: 2.5,
         createdAt: expect.any(String),
       });
+      for (const user of ['first', 'second', 'third']) {
+        expect(all.text).not.toContain(user);
+      }
 
       const two = await shop.app.http
         .get(`/api/coupons/${couponId}/orders?limit=2`)
         .expect(200);
-      expect(two.body.map((order: { userId: string }) => order.userId)).toEqual(
-        ['third', 'second'],
-      );
+      expect(two.body.map((order: { buyer: string }) => order.buyer)).toEqual([
+        buyerTag('third'),
+        buyerTag('second'),
+      ]);
       await shop.app.http.get('/api/coupons/424242/orders').expect(404);
       await shop.app.http
         .get(`/api/coupons/${couponId}/orders?limit=0`)

@@ -76,8 +76,7 @@ describe('the embedded PGlite database (no DATABASE_URL)', () => {
       .expect(200);
     expect(orders.body).toHaveLength(3);
     expect(
-      new Set(orders.body.map((order: { userId: string }) => order.userId))
-        .size,
+      new Set(orders.body.map((order: { buyer: string }) => order.buyer)).size,
     ).toBe(3);
 
     // A plain PostgreSQL client sees the same rows.

@@ -44,7 +44,7 @@ export class CouponController {
     return this.coupons.get(id);
   }
 
-  /** The coupon's orders, newest first. `?limit=` 1..1000, default 100. */
+  /** The coupon's orders, newest first, buyers as tags (public: no user ids). `?limit=` 1..1000, default 100. */
   @Get(':id/orders')
   orders(
     @Param('id', new PositiveIntPipe('id')) id: number,

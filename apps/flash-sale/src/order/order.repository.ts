@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DATABASE } from '../database/database.module.js';
 import type { Db, NewOrder } from '../database/database.types.js';
+import { buyerTag } from '../web/buyer-tag.js';
 import type { OrderView } from './order.types.js';
 
 @Injectable()
@@ -47,7 +48,7 @@ export class OrderRepository {
     return new Map(rows.map((row) => [row.couponId, Number(row.count)]));
   }
 
-  /** The coupon's newest orders first. */
+  /** The coupon's newest orders first, each buyer shown as its tag. */
   async listByCoupon(couponId: number, limit: number): Promise<OrderView[]> {
     const rows = await this.db
       .selectFrom('orders')
@@ -57,9 +58,10 @@ export class OrderRepository {
       .orderBy('id', 'desc')
       .limit(limit)
       .execute();
-    return rows.map((row) => ({
+    return rows.map(({ userId, createdAt, ...row }) => ({
       ...row,
-      createdAt: row.createdAt.toISOString(),
+      buyer: buyerTag(userId),
+      createdAt: createdAt.toISOString(),
     }));
   }
 
