@@ -114,7 +114,7 @@ export class RedisSemaphoreBackend implements SemaphoreBackend {
         await this.leaveQueue(request);
         return outcome;
       }
-      // Named the head while the answer was on its way: ask again at once.
+      // Named as fitting while the answer was on its way: ask again at once.
       if (waiter.wakes !== wakes) continue;
       const expiry = outcome.retryAfterMs ?? Infinity;
       await waiter.sleep(

@@ -11,7 +11,7 @@ export class SemaphoreWaiter {
     readonly token: string,
   ) {}
 
-  /** Called by the listener when the store names this waiter the head. */
+  /** Called by the listener when the store names this waiter as one that now fits. */
   wake(): void {
     this.wakes += 1;
     this.wakeUp?.();
@@ -38,8 +38,9 @@ export class SemaphoreWaiter {
 
 /**
  * Wake-ups for waiting semaphore acquisitions, over pub/sub on a connection
- * of its own. A script that frees permits publishes the token of the queue's
- * head on the semaphore's channel; the listener wakes that waiter if it is
+ * of its own. A script that frees permits publishes, on the semaphore's
+ * channel, the token of every queued caller that now fits (see wakeFitting
+ * in scripts/common.lua); the listener wakes each of those waiters that is
  * here. A channel is subscribed while anyone here waits on it. A message
  * lost (the connection dropped) only delays: every waiter also wakes at the
  * earliest lease end and to renew its place in the queue.
