@@ -8,7 +8,8 @@
 // - the README, and every file it links to inside the package;
 // - peer ranges that match what the check tests: with `--tested
 //   <name>=<version>[,<version>...]`, every tested version is in the peer's
-//   range, and every major version the range admits is one of them.
+//   range, every major version the range admits is one of them, and every
+//   peer dependency has a tested version.
 //
 //   node scripts/check-package-contents.mjs <pack.json> \
 //     [--tested @nestjs/common=12.5.1,11.2.10 ...]
@@ -109,6 +110,12 @@ const atLeast = (version, floor) => {
   for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] > b[i];
   return true;
 };
+if (tested.size > 0) {
+  for (const name of Object.keys(manifest.peerDependencies ?? {})) {
+    if (!tested.has(name))
+      problems.push(`${name} is a peer dependency but no version was tested`);
+  }
+}
 for (const [name, versions] of tested) {
   const range = manifest.peerDependencies?.[name];
   if (!range) {

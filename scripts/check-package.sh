@@ -18,8 +18,14 @@
 # version's types), then: two concurrent requests to the decorated route and a
 # LockService call on the same key must all succeed, each with its own fencing
 # token; a busy lock must answer 409 with LOCK_NOT_ACQUIRED and Retry-After.
-# Finally every tested Nest version must be in the package's peer ranges, and
-# every major version those ranges admit must have been tested.
+# The ESM app also installs the optional peers prom-client and
+# @nestjs/terminus and checks, from the installed package, a Prometheus scrape
+# with `metrics: true` and a terminus health check
+# (scripts/check-package-telemetry.sh).
+# Finally every tested version of a peer (Nest, ioredis, ...; the optional
+# peers as the ESM app and this repository's tests use them) must be in the
+# package's peer ranges, and every major version those ranges admit must have
+# been tested.
 #
 # Also first: the package README's tables must equal the repository README's
 # (scripts/package-readme.mjs --check).
@@ -178,6 +184,7 @@ TS
 repo_version() {
   node -p "const p = require('$repo/package.json'); p.dependencies['$1'] ?? p.devDependencies['$1']"
 }
+source "$repo/scripts/check-package-telemetry.sh"
 write_app() {
   local dir=$1 type=$2 nest=$3 typescript=$4
   write_sources "$dir/src"
@@ -193,6 +200,7 @@ write_app() {
     "ioredis": "$(repo_version ioredis)",
     "reflect-metadata": "$(repo_version reflect-metadata)",
     "rxjs": "$(repo_version rxjs)",
+$(if [[ $type == module ]]; then telemetry_dependencies; fi)
     "nest-distributed-lock": "file:$tarball"
   },
   "devDependencies": {
@@ -227,6 +235,7 @@ esm=$work/esm-nest12
 cjs=$work/cjs-nest11
 write_app "$esm" module "$nest12" "$(repo_version typescript)"
 write_app "$cjs" commonjs "$nest11" "$cjs_typescript"
+write_telemetry_check "$esm"
 
 # 3. Install both (at once: they share the npm cache) and compile both.
 install() { (cd "$1" && npm install --prefer-offline --no-audit --no-fund); }
@@ -275,11 +284,24 @@ for app in "$esm" "$cjs"; do
   echo "$label: $(cat "$app/run.log")"
   db=$((db + 1))
 done
+if ! (cd "$esm" && REDIS_URL="redis://127.0.0.1:$port/$db" node dist/telemetry.js >telemetry.log 2>&1); then
+  cat "$esm/telemetry.log" >&2
+  echo "package check: FAILED: metrics or the terminus health check in the ESM app" >&2
+  exit 1
+fi
+echo "$(basename "$esm") with prom-client $(installed "$esm" prom-client), @nestjs/terminus $(installed "$esm" @nestjs/terminus): $(cat "$esm/telemetry.log")"
 
 # 5. The peer ranges admit exactly the major versions tested.
 tested=()
 for name in @nestjs/common @nestjs/core ioredis reflect-metadata rxjs; do
   tested+=(--tested "$name=$(installed "$esm" "$name"),$(installed "$cjs" "$name")")
 done
+for name in prom-client @nestjs/terminus; do
+  tested+=(--tested "$name=$(installed "$esm" "$name"),$(installed "$repo" "$name")")
+done
+# Tested by this repository's own tests only.
+for name in @nestjs/schedule @opentelemetry/api; do
+  tested+=(--tested "$name=$(installed "$repo" "$name")")
+done
 node scripts/check-package-contents.mjs "$work/pack.json" "${tested[@]}"
-say "the package README's quick start works in a fresh ESM Nest 12 app and a CommonJS Nest 11 app"
+say "the package README's quick start works in a fresh ESM Nest 12 app and a CommonJS Nest 11 app, metrics and health checks in the ESM one"
