@@ -187,17 +187,25 @@ describe('live invariants', () => {
     });
   });
 
-  it('calls a difference settling at first and broken once it lasts', () => {
+  it('calls a difference between Redis and the database settling at first and broken once it lasts', () => {
     const watch = new InvariantWatch();
-    const stray = { ...counts, orders: 4, buyers: 4 };
-    expect(watch.check(stray, 0).state).toBe('settling');
-    const later = watch.check(stray, INVARIANT_GRACE_MS);
+    // A unit taken in Redis whose order is not written yet.
+    const inFlight = { ...counts, remaining: 6 };
+    expect(watch.check(inFlight, 0).state).toBe('settling');
+    const later = watch.check(inFlight, INVARIANT_GRACE_MS);
     expect(later.state).toBe('broken');
-    expect(later.problems.join()).toContain('orders (4)');
+    expect(later.problems.join()).toContain('orders (3)');
     expect(watch.check(counts, INVARIANT_GRACE_MS + 1).state).toBe('ok');
-    expect(watch.check({ ...counts, buyers: 2 }, 0).problems.join()).toContain(
-      'more than one order',
-    );
+  });
+
+  it('calls a difference within the database broken at once', () => {
+    const watch = new InvariantWatch();
+    const offSold = watch.check({ ...counts, sold: 4 }, 0);
+    expect(offSold.state).toBe('broken');
+    expect(offSold.problems).toEqual(['sold (4) ≠ orders (3)']);
+    const twice = watch.check({ ...counts, buyers: 2 }, 0);
+    expect(twice.state).toBe('broken');
+    expect(twice.problems.join()).toContain('more than one order');
   });
 });
 

@@ -2,6 +2,7 @@ import { parsePrometheusText } from '../../../test/support/prometheus-text.js';
 import { PURCHASE_OUTCOMES } from '../src/metrics/purchase-metrics.js';
 import { DEMO_MODE_ENV } from '../src/web/demo-mode.js';
 import { SaleFeed } from '../src/web/sale-feed.service.js';
+import { SaleSnapshots } from '../src/web/sale-snapshot.service.js';
 import {
   adminAuth,
   buy,
@@ -98,6 +99,27 @@ describe.skipIf(!postgres)('the dashboard API', () => {
       buyers: 1,
     });
     expect(JSON.stringify(later.orders)).not.toContain('first');
+  });
+
+  it('turns the invariant red at once when coupons.sold disagrees with the orders', async () => {
+    const couponId = await createCoupon(shop.app.http, { stock: 3 });
+    await buy(shop.app.http, couponId, 'honest').expect(201);
+    const snapshots = shop.app.app.get(SaleSnapshots);
+    const invariantsOf = async () => {
+      const update = await snapshots.read();
+      if (!update.ok) throw new Error(update.message);
+      return update.invariants[couponId];
+    };
+    expect(await invariantsOf()).toMatchObject({ state: 'ok', orders: 1 });
+
+    // Redis and the orders still agree: only the column that guards the sale is off.
+    await shop.sale.db.query('update coupons set sold = 2 where id = $1', [
+      couponId,
+    ]);
+
+    const check = await invariantsOf();
+    expect(check).toMatchObject({ state: 'broken', sold: 2, orders: 1 });
+    expect(check.problems.join()).toContain('sold (2) ≠ orders (1)');
   });
 
   it('has no kill route outside demo mode, and kills only listed instances in it', async () => {

@@ -43,6 +43,17 @@ export class CouponRepository {
       .execute();
   }
 
+  /** `coupons.sold` of the given coupons (absent ids are left out). */
+  async soldByIds(ids: number[]): Promise<Map<number, number>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('coupons')
+      .select(['id', 'sold'])
+      .where('id', 'in', ids)
+      .execute();
+    return new Map(rows.map((row) => [row.id, row.sold]));
+  }
+
   /**
    * The database's figures for the coupon, read together: its stock, its
    * `sold` column and its orders counted. The last two agree unless an order

@@ -41,7 +41,7 @@ export class CouponService {
     const coupons = await this.coupons.list(limit);
     const ids = coupons.map((coupon) => coupon.id);
     const [sold, remaining] = await Promise.all([
-      this.orders.countByCoupons(ids),
+      this.coupons.soldByIds(ids),
       this.stock.remaining(ids),
     ]);
     return coupons.map((coupon, index) =>
@@ -52,10 +52,10 @@ export class CouponService {
   async get(id: number): Promise<CouponDetails> {
     const coupon = await this.require(id);
     const [sold, [remaining]] = await Promise.all([
-      this.orders.countByCoupon(id),
+      this.coupons.soldByIds([id]),
       this.stock.remaining([id]),
     ]);
-    return details(coupon, sold, remaining);
+    return details(coupon, sold.get(id) ?? 0, remaining);
   }
 
   async orderList(id: number, limit: number): Promise<OrderView[]> {

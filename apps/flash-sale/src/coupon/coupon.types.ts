@@ -18,7 +18,7 @@ export interface CouponView {
   readonly status: CouponStatus;
 }
 
-/** A coupon with its live counts: `remaining` from Redis, `sold` from the database. */
+/** A coupon with its live counts: `remaining` from Redis, `sold` from the database (`coupons.sold`). */
 export interface CouponDetails extends CouponView {
   readonly remaining: number;
   readonly sold: number;

@@ -27,27 +27,6 @@ export class OrderRepository {
       .executeTakeFirst();
   }
 
-  async countByCoupon(couponId: number): Promise<number> {
-    const row = await this.db
-      .selectFrom('orders')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('couponId', '=', couponId)
-      .executeTakeFirstOrThrow();
-    return Number(row.count);
-  }
-
-  /** Orders per coupon, for the given coupons (absent ones have none). */
-  async countByCoupons(couponIds: number[]): Promise<Map<number, number>> {
-    if (couponIds.length === 0) return new Map();
-    const rows = await this.db
-      .selectFrom('orders')
-      .select((eb) => ['couponId', eb.fn.countAll<number>().as('count')])
-      .where('couponId', 'in', couponIds)
-      .groupBy('couponId')
-      .execute();
-    return new Map(rows.map((row) => [row.couponId, Number(row.count)]));
-  }
-
   /** The coupon's newest orders first, each buyer shown as its tag. */
   async listByCoupon(couponId: number, limit: number): Promise<OrderView[]> {
     const rows = await this.db

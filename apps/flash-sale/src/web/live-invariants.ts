@@ -1,11 +1,11 @@
-/** The figures of one coupon the invariants compare. */
+/** The figures of one coupon the invariants compare: three independent readings of what was sold. */
 export interface CouponCounts {
   readonly id: number;
   /** Initial stock. */
   readonly stock: number;
   /** Units left in Redis. */
   readonly remaining: number;
-  /** Sold, as the coupon service reports it. */
+  /** The `coupons.sold` column, the count that guards the sale in the database. */
   readonly sold: number;
   /** Order rows in the database. */
   readonly orders: number;
@@ -15,9 +15,10 @@ export interface CouponCounts {
 
 /**
  * `ok`: sold = orders = stock − remaining and no buyer twice. `settling`: a
- * difference younger than {@link INVARIANT_GRACE_MS} (a purchase takes the
- * unit in Redis a moment before its order is written). `broken`: a
- * difference that lasted longer.
+ * difference between Redis and the database younger than
+ * {@link INVARIANT_GRACE_MS} (a purchase takes the unit in Redis a moment
+ * before its order is written). `broken`: such a difference that lasted
+ * longer, or any difference within the database.
  */
 export type InvariantState = 'ok' | 'settling' | 'broken';
 
@@ -27,18 +28,26 @@ export interface InvariantCheck {
   readonly problems: string[];
 }
 
-/** How long a difference may last before it counts as broken, in ms. */
+/** How long a difference between Redis and the database may last before it counts as broken, in ms. */
 export const INVARIANT_GRACE_MS = 2_000;
 
-/** What differs for one coupon, in words (empty when everything agrees). */
-export function invariantProblems(counts: CouponCounts): string[] {
-  const problems: string[] = [];
+/** What differs between Redis and the database for one coupon, in words. */
+function redisProblems(counts: CouponCounts): string[] {
   const taken = counts.stock - counts.remaining;
-  if (counts.orders !== taken) {
-    problems.push(
-      `orders (${counts.orders}) ≠ stock − remaining (${counts.stock} − ${counts.remaining} = ${taken})`,
-    );
-  }
+  return counts.orders === taken
+    ? []
+    : [
+        `orders (${counts.orders}) ≠ stock − remaining (${counts.stock} − ${counts.remaining} = ${taken})`,
+      ];
+}
+
+/**
+ * What differs within the database for one coupon, in words. A sale writes
+ * `sold` and its order in one transaction and the snapshot reads them in one
+ * statement, so no purchase in progress can make these differ.
+ */
+function databaseProblems(counts: CouponCounts): string[] {
+  const problems: string[] = [];
   if (counts.sold !== counts.orders) {
     problems.push(`sold (${counts.sold}) ≠ orders (${counts.orders})`);
   }
@@ -50,26 +59,34 @@ export function invariantProblems(counts: CouponCounts): string[] {
   return problems;
 }
 
+/** What differs for one coupon, in words (empty when everything agrees). */
+export function invariantProblems(counts: CouponCounts): string[] {
+  return [...redisProblems(counts), ...databaseProblems(counts)];
+}
+
 /**
- * Checks the invariants at every snapshot, remembering since when each
- * coupon has differed, so that the moment between taking a unit and writing
- * its order is not reported as a break.
+ * Checks the invariants at every snapshot, remembering since when Redis and
+ * the database have differed for each coupon, so that the moment between
+ * taking a unit and writing its order is not reported as a break.
  */
 export class InvariantWatch {
   private readonly differingSince = new Map<number, number>();
 
   check(counts: CouponCounts, now = Date.now()): InvariantCheck {
-    const problems = invariantProblems(counts);
-    if (problems.length === 0) {
+    const fromRedis = redisProblems(counts);
+    const fromDatabase = databaseProblems(counts);
+    const problems = [...fromRedis, ...fromDatabase];
+    let redisLasted = 0;
+    if (fromRedis.length === 0) {
       this.differingSince.delete(counts.id);
-      return { state: 'ok', problems };
+    } else {
+      const since = this.differingSince.get(counts.id) ?? now;
+      this.differingSince.set(counts.id, since);
+      redisLasted = now - since;
     }
-    const since = this.differingSince.get(counts.id) ?? now;
-    this.differingSince.set(counts.id, since);
-    return {
-      state: now - since >= INVARIANT_GRACE_MS ? 'broken' : 'settling',
-      problems,
-    };
+    if (problems.length === 0) return { state: 'ok', problems };
+    const broken = fromDatabase.length > 0 || redisLasted >= INVARIANT_GRACE_MS;
+    return { state: broken ? 'broken' : 'settling', problems };
   }
 
   /** Forgets the coupons not in `ids` (no longer shown). */

@@ -26,7 +26,7 @@ export interface CouponSummary {
   readonly stock: number;
   /** Units left (Redis). */
   readonly remaining: number;
-  /** Orders (database). */
+  /** Units sold (`coupons.sold`, the database's guard of the stock). */
   readonly sold: number;
   readonly saleState: SaleState;
   readonly startAt: string;
@@ -43,9 +43,13 @@ export interface RecentOrder {
   readonly createdAt: string;
 }
 
-/** The invariants of one coupon, with the counts they compare. */
+/** The invariants of one coupon, with the database's counts they compare (read together). */
 export interface CouponInvariants extends InvariantCheck {
+  /** `coupons.sold`. */
+  readonly sold: number;
+  /** Order rows. */
   readonly orders: number;
+  /** Distinct buyers among the order rows. */
   readonly buyers: number;
 }
 
@@ -139,6 +143,11 @@ export class SaleSnapshots {
     }
   }
 
+  /**
+   * Compares three independent readings per coupon: `coupons.sold`, the
+   * order rows (both from one statement, so one moment of the database) and
+   * Redis's remaining stock (from the coupon list).
+   */
   private async checkInvariants(
     coupons: readonly CouponSummary[],
   ): Promise<Record<string, CouponInvariants>> {
@@ -146,24 +155,31 @@ export class SaleSnapshots {
     this.watch.keepOnly(new Set(ids));
     if (ids.length === 0) return {};
     const rows = await this.db
-      .selectFrom('orders')
+      .selectFrom('coupons')
+      .leftJoin('orders', 'orders.couponId', 'coupons.id')
       .select((eb) => [
-        'couponId',
-        eb.fn.countAll<string>().as('orders'),
-        eb.fn.count<string>('userId').distinct().as('buyers'),
+        'coupons.id',
+        'coupons.sold',
+        eb.fn.count<string>('orders.id').as('orders'),
+        eb.fn.count<string>('orders.userId').distinct().as('buyers'),
       ])
-      .where('couponId', 'in', ids)
-      .groupBy('couponId')
+      .where('coupons.id', 'in', ids)
+      .groupBy(['coupons.id', 'coupons.sold'])
       .execute();
-    const byCoupon = new Map(rows.map((row) => [row.couponId, row]));
+    const byCoupon = new Map(rows.map((row) => [row.id, row]));
     const now = Date.now();
     const result: Record<string, CouponInvariants> = {};
     for (const coupon of coupons) {
       const row = byCoupon.get(coupon.id);
-      const orders = Number(row?.orders ?? 0);
-      const buyers = Number(row?.buyers ?? 0);
-      const check = this.watch.check({ ...coupon, orders, buyers }, now);
-      result[coupon.id] = { ...check, orders, buyers };
+      // A coupon deleted since the list was read: nothing left to compare.
+      if (!row) continue;
+      const counts = {
+        sold: row.sold,
+        orders: Number(row.orders),
+        buyers: Number(row.buyers),
+      };
+      const check = this.watch.check({ ...coupon, ...counts }, now);
+      result[coupon.id] = { ...check, ...counts };
     }
     return result;
   }
