@@ -33,9 +33,10 @@ class ManagedReadWriteLockService
 /**
  * The module's ReadWriteLockService, on a semaphore store of its own over
  * the store of its LockService (the same Redis or Cluster client, one more
- * connection for pub/sub wake-ups; memory for a `MemoryLockBackend`). The
- * watchdog lease is the module's `sessionTtl` (default 5 s), as for
- * semaphores: a dead process's holds come back within it.
+ * connection for pub/sub wake-ups; memory for a `MemoryLockBackend`). As
+ * for semaphores, each hold renews a watchdog lease of its own, of the
+ * module's `sessionTtl` (5 s by default and with `sessionTtl: false`): a
+ * dead process's holds come back within it.
  */
 export function createReadWriteLockService(
   options: DistributedLockModuleOptions,

@@ -49,9 +49,11 @@ class ManagedSemaphoreService
 /**
  * The module's SemaphoreService, on the store of its LockService: the same
  * Redis or Cluster client (one more connection, for pub/sub wake-ups), or
- * memory when the module runs on a `MemoryLockBackend`. The watchdog lease
- * is the module's `sessionTtl` (default 5 s): a dead process's permits come
- * back within it, as its locks do.
+ * memory when the module runs on a `MemoryLockBackend`. Holds are not bound
+ * to the process session: each renews a watchdog lease of its own, of the
+ * module's `sessionTtl` (default 5 s, and 5 s with `sessionTtl: false`, as a
+ * hold must have some lease), so a dead process's permits come back within
+ * it, as its locks do.
  */
 export function createSemaphoreService(
   options: DistributedLockModuleOptions,
