@@ -54,6 +54,31 @@ describe.skipIf(!postgres)('periodic stock repair', () => {
     await checkInvariants(shop.sale.db, 0, couponId);
   });
 
+  it("repairs a ghost that took a real buyer's place in Redis (counts unchanged), and counts it", async () => {
+    const couponId = await createCoupon(shop.app.http, { stock: 3 });
+    await buy(shop.app.http, couponId, 'real').expect(201);
+    const before = await repairs('redis');
+    // One buyer lost, one ghost added: as many buyers and units left as before.
+    await shop.redis
+      .multi()
+      .srem(buyersKey(couponId), 'real')
+      .sadd(buyersKey(couponId), 'ghost')
+      .exec();
+
+    await eventually(
+      async () =>
+        (await shop.redis.sismember(buyersKey(couponId), 'real')) === 1,
+      3_000,
+    );
+
+    expect(await shop.redis.smembers(buyersKey(couponId))).toEqual(['real']);
+    expect(await remaining(couponId)).toBe(2);
+    expect(await repairs('redis')).toBeGreaterThan(before);
+    await buy(shop.app.http, couponId, 'real').expect(409);
+    await buy(shop.app.http, couponId, 'ghost').expect(201);
+    await checkInvariants(shop.sale.db, 1, couponId);
+  });
+
   it('repairs coupons.sold when it disagrees with the orders, and counts it', async () => {
     const couponId = await createCoupon(shop.app.http, { stock: 4 });
     await buy(shop.app.http, couponId, 'a').expect(201);

@@ -15,6 +15,7 @@ export const buyersKey = (couponId: number) =>
   `seckill:{coupon:${couponId}}:buyers`;
 
 const SADD_CHUNK = 1_000;
+const MEMBER_CHECK_CHUNK = 1_000;
 const REBUILD_TTL_SECONDS = 600;
 
 /** The Redis side of a coupon's stock: what is left and who bought. */
@@ -38,6 +39,31 @@ export class StockCache {
   /** Whether `userId` is recorded as a buyer of the coupon. */
   async isBuyer(couponId: number, userId: string): Promise<boolean> {
     return (await this.redis.sismember(buyersKey(couponId), userId)) === 1;
+  }
+
+  /**
+   * How many of `userIds` Redis does not record as buyers of the coupon.
+   * SISMEMBER in pipelined chunks rather than SMISMEMBER, which Redis 6.0
+   * lacks; on a cluster one chunk goes to the key's node.
+   */
+  async countMissingBuyers(
+    couponId: number,
+    userIds: readonly string[],
+  ): Promise<number> {
+    let missing = 0;
+    for (let start = 0; start < userIds.length; start += MEMBER_CHECK_CHUNK) {
+      const pipeline = this.redis.pipeline();
+      for (const userId of userIds.slice(start, start + MEMBER_CHECK_CHUNK)) {
+        pipeline.sismember(buyersKey(couponId), userId);
+      }
+      const results = await pipeline.exec();
+      if (!results) throw new Error('Redis discarded the buyer check');
+      for (const [error, isMember] of results) {
+        if (error) throw error;
+        if (isMember === 0) missing++;
+      }
+    }
+    return missing;
   }
 
   /** What Redis holds for the coupon: remaining stock (undefined when not loaded) and buyers counted. */

@@ -93,16 +93,28 @@ export class StockReconciler {
     const remaining = counts.stock - counts.orders;
     const cached = await this.cache.snapshot(coupon.id);
     const loaded = cached.remaining !== undefined;
-    const differs =
-      loaded &&
-      (cached.remaining !== remaining || cached.buyers !== counts.orders);
-    if (differs) {
+    const sameCounts =
+      cached.remaining === remaining && cached.buyers === counts.orders;
+    if (loaded && !sameCounts) {
       countStockRepair('redis');
       this.logger.warn(
         `Coupon ${coupon.id}: Redis had ${cached.remaining} left and ${cached.buyers} buyer(s), ` +
           `the database ${remaining} left and ${counts.orders} order(s); Redis rewritten from the orders`,
       );
     }
+    // Equal counts can still hide a buyer lost and a ghost added: compare the
+    // buyers themselves. The set has as many members as there are (distinct)
+    // buyers with an order, so none missing means the two sets are equal.
+    const lost =
+      loaded && sameCounts ? await this.buyersMissingFromRedis(coupon.id) : 0;
+    if (lost > 0) {
+      countStockRepair('redis');
+      this.logger.warn(
+        `Coupon ${coupon.id}: Redis had the database's counts (${remaining} left, ${counts.orders} buyer(s)) ` +
+          `but lacked ${lost} buyer(s) with an order and held as many without one; Redis rewritten from the orders`,
+      );
+    }
+    const differs = loaded && (!sameCounts || lost > 0);
     if (rebuild || differs || !loaded) {
       // A lock lost by now may let a purchase run beside this rewrite.
       currentLock()?.signal.throwIfAborted();
@@ -114,6 +126,17 @@ export class StockReconciler {
     }
     this.suspect.delete(coupon.id);
     return { remaining, sold: counts.orders };
+  }
+
+  /** Buyers with an order that Redis does not record, read a page of orders at a time. */
+  private async buyersMissingFromRedis(couponId: number): Promise<number> {
+    let missing = 0;
+    for await (const page of this.orders.buyers(couponId)) {
+      // A long comparison stops once the lock is lost: purchases may run again.
+      currentLock()?.signal.throwIfAborted();
+      missing += await this.cache.countMissingBuyers(couponId, page);
+    }
+    return missing;
   }
 
   /** `sold` disagrees with the orders (written around the purchase transaction). */
