@@ -2,7 +2,16 @@
  * OpenTelemetry spans (`tracing` module option) through the real SDK's
  * in-memory exporter, after real lock traffic on a real Redis.
  */
-import { trace, SpanStatusCode } from '@opentelemetry/api';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  context,
+  ROOT_CONTEXT,
+  trace,
+  SpanStatusCode,
+  type Context,
+  type ContextManager,
+  type Span,
+} from '@opentelemetry/api';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -19,12 +28,34 @@ import {
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
 
+/**
+ * The active span follows async calls, as the Node SDK's context manager
+ * makes it (not a dependency here, and the API's default keeps none).
+ */
+class AsyncContextManager implements ContextManager {
+  private readonly storage = new AsyncLocalStorage<Context>();
+  active = (): Context => this.storage.getStore() ?? ROOT_CONTEXT;
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    active: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
+    return this.storage.run(active, () => fn.call(thisArg, ...args));
+  }
+  bind = <T>(_context: Context, target: T): T => target;
+  enable = (): this => this;
+  disable = (): this => this;
+}
+
 const exporter = new InMemorySpanExporter();
 trace.setGlobalTracerProvider(
   new BasicTracerProvider({
     spanProcessors: [new SimpleSpanProcessor(exporter)],
   }),
 );
+context.setGlobalContextManager(new AsyncContextManager());
+const tracer = trace.getTracer('tracing-spec');
 
 let server: RedisServerHandle;
 let moduleRef: TestingModule | undefined;
@@ -51,7 +82,13 @@ async function lockService(
 
 const spansNamed = (name: string) =>
   exporter.getFinishedSpans().filter((s) => s.name === name);
+/** The parent span ids of the spans named `name`, in the order they ended. */
+const parentsOf = (name: string) =>
+  spansNamed(name).map((s) => s.parentSpanContext?.spanId);
 const ms = ([seconds, nanos]: [number, number]) => seconds * 1e3 + nanos / 1e6;
+/** Runs `fn` under a new active span named `name`, ended when `fn` settles. */
+const inSpan = <T>(name: string, fn: (span: Span) => Promise<T>) =>
+  tracer.startActiveSpan(name, (span) => fn(span).finally(() => span.end()));
 
 describe('tracing: OpenTelemetry spans', () => {
   it('makes a lock.acquire span per acquisition and a lock.hold span per held key, with real times', async () => {
@@ -111,6 +148,26 @@ describe('tracing: OpenTelemetry spans', () => {
     );
     expect(lost?.attributes['lock.lost_reason']).toBe('lease-expired');
     expect(lost?.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it('makes a lock.acquire span a child of the span active where the lock was asked for, also for a grant handed over by a release under another span', async () => {
+    const locks = await lockService();
+    const first = await inSpan('checkout A', async (span) => ({
+      spanId: span.spanContext().spanId,
+      handle: await locks.acquire('cart:1'),
+    }));
+    // Queued behind A, granted by A's release under yet another span.
+    const secondSpan = inSpan('checkout B', async (span) => ({
+      spanId: span.spanContext().spanId,
+      handle: await locks.acquire('cart:1', { waitTime: 5_000 }),
+    }));
+    await new Promise((r) => setTimeout(r, 20));
+    await inSpan('cleanup', () => first.handle.release());
+    const second = await secondSpan;
+    await second.handle.release();
+
+    // In the order they ended: A's, then B's.
+    expect(parentsOf('lock.acquire')).toEqual([first.spanId, second.spanId]);
   });
 
   it("makes spans by default when @opentelemetry/api is installed ('auto'), and none with tracing: false", async () => {
