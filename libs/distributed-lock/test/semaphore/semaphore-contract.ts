@@ -127,6 +127,34 @@ export function describeSemaphoreContract(
       expect(order).toHaveLength(4);
     });
 
+    it('serves equal (k=1) requests in arrival order', async () => {
+      const held = await services[0].acquire(name, { limit: 1 });
+      // A first wait opens the process's pub/sub connection, which on a
+      // loaded machine can take longer than the gap between arrivals below.
+      await Promise.all(
+        services.map((service) =>
+          rejectionOf(service.acquire(name, { limit: 1, waitTime: 50 })),
+        ),
+      );
+      const order: number[] = [];
+      const queued: Promise<void>[] = [];
+      // Arrivals from the processes in another order than their index.
+      const arrivals = [2, 0, 1, 2, 0].map((s) => services[s]);
+      for (const [i, service] of arrivals.entries()) {
+        queued.push(
+          service.using(name, () => void order.push(i), {
+            limit: 1,
+            waitTime: 10_000,
+          }),
+        );
+        // Each has taken its place before the next asks.
+        await sleep(100);
+      }
+      await held.release();
+      await Promise.all(queued);
+      expect(order).toEqual([0, 1, 2, 3, 4]);
+    });
+
     it('is busy once the wait time runs out', async () => {
       const [a, b] = services;
       const held = await a.acquire(name, { limit: 1 });
