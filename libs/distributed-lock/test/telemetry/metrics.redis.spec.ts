@@ -1,37 +1,24 @@
 /**
  * Prometheus metrics (`metrics` module option): a real scrape of a Nest app's
- * `/metrics`, parsed, after real lock traffic on a real Redis.
+ * `/metrics`, parsed, after real lock traffic on a real Redis. The other
+ * lost-hold reasons and the watchdog's renewals: metrics-losses.redis.spec.ts.
  */
-import { Controller, Get, Header, Injectable, Module } from '@nestjs/common';
-import type { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { Registry } from 'prom-client';
+import { Injectable } from '@nestjs/common';
 import {
   DistributedLock,
-  DistributedLockModule,
-  LockService,
   type DistributedLockModuleOptions,
 } from '@app/distributed-lock';
 import { openLocks } from '../../../../test/support/lock-clients.js';
 import {
-  parsePrometheusText,
-  type Scrape,
-} from '../../../../test/support/prometheus-text.js';
-import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
-
-const registry = new Registry();
-
-@Controller('metrics')
-class MetricsController {
-  @Get()
-  @Header('content-type', registry.contentType)
-  scrape(): Promise<string> {
-    return registry.metrics();
-  }
-}
+import {
+  registry,
+  sleep,
+  startMetricsApp,
+  type MetricsApp,
+} from './metrics-app.js';
 
 @Injectable()
 class Reports {
@@ -42,7 +29,7 @@ class Reports {
 }
 
 let server: RedisServerHandle;
-let app: INestApplication | undefined;
+let app: MetricsApp | undefined;
 
 beforeAll(async () => {
   server = await startRedisServer();
@@ -51,45 +38,14 @@ afterAll(() => server.stop());
 afterEach(async () => {
   await app?.close();
   app = undefined;
-  registry.clear();
 });
 
 async function startApp(
   options: Partial<DistributedLockModuleOptions> = {},
-): Promise<{ locks: LockService; scrape: () => Promise<Scrape> }> {
-  @Module({
-    imports: [
-      DistributedLockModule.forRoot({
-        redis: server.url,
-        metrics: { registry },
-        tracing: false,
-        ...options,
-      }),
-    ],
-    controllers: [MetricsController],
-    providers: [Reports],
-  })
-  // oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
-  class AppModule {}
-  const moduleRef = await Test.createTestingModule({
-    imports: [AppModule],
-  }).compile();
-  app = moduleRef.createNestApplication({ logger: false });
-  await app.listen(0, '127.0.0.1');
-  const url = await app.getUrl();
-  const locks = app.get(LockService);
-  return {
-    locks,
-    scrape: async () => {
-      const response = await fetch(`${url}/metrics`);
-      expect(response.status).toBe(200);
-      expect(response.headers.get('content-type')).toContain('text/plain');
-      return parsePrometheusText(await response.text());
-    },
-  };
+): Promise<MetricsApp> {
+  app = await startMetricsApp(server.url, options, [Reports]);
+  return app;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('metrics: Prometheus scrape', () => {
   it('counts acquisitions by outcome and times waits and holds, labelled by name, never by key', async () => {
@@ -151,7 +107,7 @@ describe('metrics: Prometheus scrape', () => {
 
   it('names a decorated method by its key template', async () => {
     const { scrape } = await startApp();
-    const reports = app!.get(Reports);
+    const reports = app!.app.get(Reports);
     for (const day of ['mon', 'tue', 'wed']) await reports.run(day);
     const scraped = await scrape();
     expect(
