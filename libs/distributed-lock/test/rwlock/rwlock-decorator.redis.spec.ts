@@ -48,9 +48,60 @@ class Gate {
   }
 }
 
+/** The README's `Prices` example, and a reader that tries to write. */
+@Injectable()
+class PriceBook {
+  constructor(
+    private readonly locks: ReadWriteLockService,
+    private readonly gate: Gate,
+  ) {}
+
+  @ReadLock('price:<0>', { waitTime: 0 })
+  async get(_sku: string) {
+    const lock = currentReadWriteLock()!;
+    return {
+      mode: lock.mode,
+      reentrant: lock.reentrant,
+      fencingToken: lock.fencingToken,
+    };
+  }
+
+  // The writer reads through the @ReadLock method: it joins the write hold.
+  async reprice(sku: string) {
+    return this.locks.withWrite(`price:${sku}`, async (lock) => {
+      const read = await this.get(sku);
+      await this.gate.pass();
+      return { read, fencingToken: lock.fencingToken };
+    });
+  }
+
+  @ReadLock('price:<0>', { waitTime: 0 })
+  async readThenWrite(sku: string) {
+    return this.set(sku);
+  }
+
+  @WriteLock('price:<0>', { waitTime: 0 })
+  async set(sku: string) {
+    return { sku };
+  }
+}
+
 @Controller('price')
 class PriceController {
-  constructor(private readonly gate: Gate) {}
+  constructor(
+    private readonly gate: Gate,
+    private readonly book: PriceBook,
+  ) {}
+
+  @Get(':sku/reprice')
+  reprice(@Param('sku') sku: string) {
+    return this.book.reprice(sku);
+  }
+
+  @Get(':sku/upgrade')
+  upgrade(@Param('sku') sku: string) {
+    return this.book.readThenWrite(sku);
+  }
 
   @Get(':sku')
   @ReadLock('price:<0>', { waitTime: 0 })
@@ -75,7 +126,7 @@ async function startApp(
   @Module({
     imports: [DistributedLockModule.forRoot(options)],
     controllers: [PriceController],
-    providers: [Gate],
+    providers: [Gate, PriceBook],
   })
   // oxlint-disable-next-line typescript/no-extraneous-class -- a Nest module
   class ReadWriteLockTestModule {}
@@ -161,6 +212,38 @@ describe.each(stores)('@ReadLock / @WriteLock over HTTP (%s)', (_, options) => {
     await held.release();
     gate.open();
     expect((await request(url).get('/price/a')).status).toBe(200);
+  });
+
+  it('lets a @ReadLock method called inside withWrite join the write hold', async () => {
+    const repricing = request(url)
+      .get('/price/a/reprice')
+      .then((r) => r);
+    await vi.waitFor(() => expect(gate.inside).toBe(1));
+    // The writer still holds the lock alone.
+    expect((await request(url).get('/price/a')).status).toBe(409);
+    gate.open();
+    const done = await repricing;
+    expect(done.status).toBe(200);
+    expect(done.body.fencingToken).toBeGreaterThan(0);
+    expect(done.body.read).toEqual({
+      mode: 'read',
+      reentrant: true,
+      fencingToken: done.body.fencingToken,
+    });
+  });
+
+  it('answers 500 with LOCK_UPGRADE_REFUSED when a reader asks to write, and frees the read lock', async () => {
+    const refused = await request(url).get('/price/a/upgrade');
+    expect(refused.status).toBe(500);
+    expect(refused.body).toEqual({
+      statusCode: 500,
+      error: 'Internal Server Error',
+      code: 'LOCK_UPGRADE_REFUSED',
+      message:
+        'Read-write lock "price:a": this call chain holds the read lock and cannot upgrade to the write lock; release the read lock first',
+    });
+    gate.open();
+    expect((await request(url).get('/price/a/set')).status).toBe(200);
   });
 });
 

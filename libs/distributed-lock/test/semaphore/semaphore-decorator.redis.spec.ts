@@ -13,9 +13,11 @@ import request from 'supertest';
 import {
   DistributedLockModule,
   DistributedSemaphore,
+  LockTemplateError,
   MemoryLockBackend,
   SemaphoreService,
   type DistributedLockModuleOptions,
+  type DistributedSemaphoreOptions,
 } from '@app/distributed-lock';
 import {
   startRedisServer,
@@ -63,6 +65,28 @@ class PartnerController {
   async tenant(@Param('id') id: string): Promise<{ id: string }> {
     await this.gate.pass();
     return { id };
+  }
+
+  @Get('bulk')
+  @DistributedSemaphore('bulk', { permits: 3, take: 2, waitTime: 0 })
+  async bulk(): Promise<{ ok: true }> {
+    await this.gate.pass();
+    return { ok: true };
+  }
+
+  // Two routes that disagree on the limit of one semaphore.
+  @Get('shared/two')
+  @DistributedSemaphore('shared', { permits: 2, waitTime: 0 })
+  async sharedTwo(): Promise<{ ok: true }> {
+    await this.gate.pass();
+    return { ok: true };
+  }
+
+  @Get('shared/three')
+  @DistributedSemaphore('shared', { permits: 3, waitTime: 0 })
+  async sharedThree(): Promise<{ ok: true }> {
+    await this.gate.pass();
+    return { ok: true };
   }
 }
 
@@ -159,6 +183,89 @@ describe.each(stores)('@DistributedSemaphore over HTTP (%s)', (_, options) => {
     await held.release();
     gate.open();
     expect((await request(url).get('/partner/call')).status).toBe(200);
+  });
+
+  it('takes `take` permits per call', async () => {
+    const semaphores = app.get(SemaphoreService);
+    const first = request(url)
+      .get('/partner/bulk')
+      .then((r) => r);
+    await vi.waitFor(() => expect(gate.inside).toBe(1));
+    // 2 of 3 taken: one more permit fits, a second call does not.
+    const one = await semaphores.tryAcquire('bulk', { limit: 3 });
+    expect(one).not.toBeNull();
+    expect(await semaphores.tryAcquire('bulk', { limit: 3 })).toBeNull();
+    await one!.release();
+    expect((await request(url).get('/partner/bulk')).status).toBe(409);
+    gate.open();
+    expect((await first).status).toBe(200);
+  });
+
+  it('answers 500 with SEMAPHORE_LIMIT_MISMATCH when callers disagree on the limit', async () => {
+    const holding = request(url)
+      .get('/partner/shared/two')
+      .then((r) => r);
+    await vi.waitFor(() => expect(gate.inside).toBe(1));
+    const mismatch = await request(url).get('/partner/shared/three');
+    expect(mismatch.status).toBe(500);
+    expect(mismatch.body).toEqual({
+      statusCode: 500,
+      error: 'Internal Server Error',
+      code: 'SEMAPHORE_LIMIT_MISMATCH',
+      message:
+        'Semaphore "shared" has 2 permits, but this caller asked for a limit of 3',
+    });
+    // The mismatched call never ran.
+    expect(gate.inside).toBe(1);
+    gate.open();
+    expect((await holding).status).toBe(200);
+  });
+});
+
+/** Defines a class whose method has `@DistributedSemaphore` with `options`. */
+const decorate = (options: unknown) => () => {
+  class Partner {
+    @DistributedSemaphore('partner-api', options as DistributedSemaphoreOptions)
+    async call(): Promise<void> {}
+  }
+  return Partner;
+};
+
+describe('@DistributedSemaphore validation', () => {
+  it.each([
+    ['no options', undefined, /options with `permits` are required/],
+    [
+      'permits 0',
+      { permits: 0 },
+      /permits must be a positive whole number, got 0/,
+    ],
+    ['fractional permits', { permits: 1.5 }, /permits must be .* got 1\.5/],
+    [
+      'take 0',
+      { permits: 2, take: 0 },
+      /take must be a whole number from 1 to permits, got 0/,
+    ],
+    ['take above permits', { permits: 2, take: 3 }, /take must be .* got 3/],
+  ])('rejects %s when the class is defined', (_, options, message) => {
+    expect(decorate(options)).toThrow(LockTemplateError);
+    expect(decorate(options)).toThrow(message);
+  });
+
+  it('rejects a property that is not a method', () => {
+    const decorator = DistributedSemaphore('partner-api', { permits: 1 });
+    expect(() =>
+      decorator({}, 'limit', { value: 10 } as PropertyDescriptor),
+    ).toThrow(/can only decorate methods/);
+  });
+
+  it('rejects a call whose key names more than one semaphore', async () => {
+    class Partner {
+      @DistributedSemaphore(() => ['partner-a', 'partner-b'], { permits: 1 })
+      async call(): Promise<void> {}
+    }
+    await expect(new Partner().call()).rejects.toThrow(
+      /the key must name one semaphore, got 2/,
+    );
   });
 });
 
