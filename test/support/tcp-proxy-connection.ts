@@ -34,6 +34,8 @@ export interface PendingCut {
 export class Pipe {
   private readonly queue: Held[] = [];
   private timer?: NodeJS.Timeout;
+  /** Held back on its own (a `holdRequest()`), whatever the shared switches say. */
+  private paused = false;
 
   constructor(
     private readonly target: net.Socket,
@@ -46,11 +48,25 @@ export class Pipe {
     if (this.queue.length === 1) this.pump();
   }
 
+  get held(): boolean {
+    return this.paused;
+  }
+
+  /** Holds back this pipe alone, in order, until {@link resume}. */
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
+    this.pump();
+  }
+
   /** Forwards whatever is due, and schedules itself for the next item. */
   pump(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    while (!this.switches.frozen && this.queue.length > 0) {
+    while (!this.switches.frozen && !this.paused && this.queue.length > 0) {
       const wait = this.queue[0].due - Date.now();
       if (wait > 0) {
         this.timer = setTimeout(() => this.pump(), wait);

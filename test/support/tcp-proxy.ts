@@ -57,6 +57,16 @@ export interface TcpProxy {
     options?: { afterMs?: number },
   ): Promise<void>;
   /**
+   * The next client→server chunk matching `match` is held back, with all
+   * that follows it on that connection in that direction (the client's
+   * close included), until `release()` is called; replies still flow and
+   * other connections are untouched. This is "the request is on its way,
+   * late": the client may give up and close meanwhile, and the server gets
+   * the request (then the close) only on release, if its side is still
+   * open by then. Resolves once a chunk matched.
+   */
+  holdRequest(match: ChunkMatcher): Promise<{ release(): void }>;
+  /**
    * Server→client data is swallowed (not forwarded) while on; client→server
    * still flows. A swallowed reply leaves the client waiting for it forever
    * (its later replies are matched to the wrong commands): follow it with
@@ -100,6 +110,11 @@ class LoopbackProxy implements TcpProxy {
   /** Every socket not closed yet, with its 'close' event. */
   private readonly sockets = new Map<net.Socket, Promise<void>>();
   private readonly cuts: PendingCut[] = [];
+  private readonly holds: {
+    matches: (chunk: Buffer) => boolean;
+    resolve: (hold: { release(): void }) => void;
+    reject: (error: Error) => void;
+  }[] = [];
   private readonly switches: Switches = { frozen: false, delayMs: 0 };
   private dropping = false;
   private refusing = false;
@@ -150,6 +165,13 @@ class LoopbackProxy implements TcpProxy {
     });
   }
 
+  holdRequest(match: ChunkMatcher): Promise<{ release(): void }> {
+    if (this.closing) return Promise.reject(new Error('The proxy is closed'));
+    return new Promise((resolve, reject) => {
+      this.holds.push({ matches: matcher(match), resolve, reject });
+    });
+  }
+
   dropReplies(on: boolean): void {
     this.dropping = on;
   }
@@ -193,6 +215,9 @@ class LoopbackProxy implements TcpProxy {
       for (const cut of this.cuts.splice(0)) {
         cut.reject(new Error('The proxy closed before a request matched'));
       }
+      for (const hold of this.holds.splice(0)) {
+        hold.reject(new Error('The proxy closed before a request matched'));
+      }
       await Promise.all([listenerClosed, ...this.sockets.values()]);
     })();
     return this.closing;
@@ -229,6 +254,14 @@ class LoopbackProxy implements TcpProxy {
     this.live.add(connection);
 
     client.on('data', (chunk: Buffer) => {
+      const hold = this.holds[0];
+      if (hold && !connection.up.held && hold.matches(chunk)) {
+        this.holds.shift();
+        connection.up.pause();
+        connection.up.push(chunk);
+        hold.resolve({ release: () => connection.up.resume() });
+        return;
+      }
       const cut = this.cuts[0];
       if (cut && !connection.cutting && cut.matches(chunk)) {
         this.cuts.shift();
@@ -247,6 +280,12 @@ class LoopbackProxy implements TcpProxy {
       if (!connection.cutting) connection.down.push(undefined);
     });
     client.on('close', (hadError) => {
+      // Held: the server gets what the client sent, then its close, on release.
+      if (connection.up.held) {
+        connection.clientOpen = false;
+        connection.up.push(undefined);
+        return;
+      }
       if (hadError || connection.cutting) connection.destroy();
       else connection.closed('client');
     });
