@@ -48,7 +48,7 @@ export class AppModule {
       imports: [
         ConfigModule.register(config),
         RedisModule.forClient(runtime.redis),
-        DatabaseModule.forDatabase(runtime.db),
+        DatabaseModule.forDatabase(runtime.db, runtime.pool),
         DistributedLockModule.forRoot({
           // The locks live on the app's own connection: one server, the
           // master behind Sentinel, or the Redis Cluster.

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { AppConfig } from './config/app-config.js';
 import { createDatabase } from './database/database.js';
-import type { Db } from './database/database.types.js';
+import type { Db, DbPool } from './database/database.types.js';
 import {
   openEmbeddedDatabase,
   type EmbeddedDatabase,
@@ -24,6 +24,8 @@ export interface AppRuntime {
   /** A Redis Cluster client with REDIS_CLUSTER_NODES, else one server's. */
   readonly redis: RedisClient;
   readonly db: Db;
+  /** The pool behind `db`, for statements that need to know their connection (the sale's). */
+  readonly pool: DbPool;
   /** Where the database is, without password. */
   readonly databaseLabel: string;
   /**
@@ -104,7 +106,7 @@ export async function openRuntime(
       url = database.url;
       label = `embedded PGlite at ${url}`;
     }
-    const { db } = createDatabase({
+    const { db, pool } = createDatabase({
       url,
       poolSize: config.dbPoolSize ?? (config.databaseUrl ? 10 : 4),
       timeout: config.backendTimeout,
@@ -131,6 +133,7 @@ export async function openRuntime(
       config,
       redis,
       db,
+      pool,
       databaseLabel: label,
       get hostsEmbeddedDatabase() {
         return embedded?.hosted ?? false;

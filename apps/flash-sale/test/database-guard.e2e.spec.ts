@@ -11,14 +11,12 @@ import pg from 'pg';
 import { parsePrometheusText } from '../../../test/support/prometheus-text.js';
 import { buyersKey, stockKey } from '../src/coupon/stock-cache.js';
 import { migrations } from '../src/database/migrations/index.js';
-import { PurchaseLedger } from '../src/order/purchase-ledger.js';
 import {
   buy,
   checkInvariants,
   createCoupon,
   createTestDatabase,
   findTestPostgres,
-  sleep,
   startApp,
   useSaleBackends,
   type TestApp,
@@ -145,39 +143,6 @@ describe.skipIf(!postgres)('the database refuses an oversale', () => {
       [ghost.body.orderId, 'gus'],
     ]);
     await checkInvariants(sale.db, 1, couponId);
-  });
-
-  it('resolves an unanswered commit by waiting for it: the order it wrote is found, one it rolled back is not', async () => {
-    const ledger = locked.app.get(PurchaseLedger);
-    const couponId = await createCoupon(locked.http, { stock: 5 });
-    for (const [user, end] of [
-      ['committed', 'commit'],
-      ['rolled-back', 'rollback'],
-    ] as const) {
-      // Another connection's sale has written its order but not ended yet.
-      const inFlight = await sale.db.connect();
-      try {
-        await inFlight.query('begin');
-        await inFlight.query(
-          'update coupons set sold = sold + 1 where id = $1',
-          [couponId],
-        );
-        await inFlight.query(
-          'insert into orders (coupon_id, user_id, amount_paid) values ($1, $2, 1)',
-          [couponId, user],
-        );
-        const lookup = ledger.settledOrder(couponId, user);
-        await sleep(300);
-        await inFlight.query(end);
-
-        const order = await lookup;
-
-        if (end === 'commit') expect(order).toEqual({ id: expect.any(Number) });
-        else expect(order).toBeUndefined();
-      } finally {
-        inFlight.release();
-      }
-    }
   });
 
   it('backfills sold from the orders written before the column existed', async () => {

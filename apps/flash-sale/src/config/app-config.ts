@@ -81,6 +81,13 @@ export interface AppConfig {
      * module's `freeOnDisconnect`.
      */
     readonly freeOnDisconnect: boolean;
+    /**
+     * Most purchases of one coupon an instance sells per turn of the coupon's
+     * lock (`SECKILL_BATCH_MAX`, default 64): the purchases queued on the
+     * instance while another turn ran go together, through one seckill.lua
+     * call and one database statement. `1` sells them one turn each.
+     */
+    readonly batchMax: number;
   };
   /** Longest time one Redis or database call may take before the request fails with 503, in ms (`BACKEND_TIMEOUT_MS`, default 2000). */
   readonly backendTimeout: number;
@@ -203,6 +210,7 @@ export function loadConfig(
       lock: flag('SECKILL_LOCK', true),
       sessionTtl: int('SECKILL_SESSION_TTL_MS', 5_000, 300, 600_000),
       freeOnDisconnect: flag('SECKILL_FREE_ON_DISCONNECT', false),
+      batchMax: int('SECKILL_BATCH_MAX', 64, 1, 1_000),
     },
     backendTimeout: int('BACKEND_TIMEOUT_MS', 2_000, 50, 60_000),
     couponCacheTtl: int('COUPON_CACHE_MS', 2_000, 0, 3_600_000),

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type {
   ColumnType,
   Generated,
@@ -48,3 +49,6 @@ export type CouponRow = Selectable<CouponTable>;
 export type NewCoupon = Insertable<CouponTable>;
 export type OrderRow = Selectable<OrderTable>;
 export type NewOrder = Insertable<OrderTable>;
+
+/** The `pg` pool behind {@link Db}: the sale uses it to know which server session ran its statement. */
+export type DbPool = pg.Pool;

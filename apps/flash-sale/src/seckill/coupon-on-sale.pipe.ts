@@ -1,6 +1,6 @@
 import { Injectable, type PipeTransform } from '@nestjs/common';
 import { CouponService } from '../coupon/coupon.service.js';
-import { assertOnSale } from './seckill.service.js';
+import { assertOnSale } from './sale-window.js';
 
 /**
  * Rejects unknown coupons (404) and coupons outside their sale window (409)

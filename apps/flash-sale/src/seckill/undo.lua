@@ -1,16 +1,18 @@
--- Takes back a purchase whose order could not be written to the database:
--- removes the buyer and returns the unit to the stock. Only when the user is
--- in the set, so running it twice gives back one unit, not two.
+-- Takes back purchases whose orders could not be written to the database:
+-- removes each buyer and returns their unit to the stock. Only for users in
+-- the set, so running it twice gives back each unit once, not twice.
 --
 -- KEYS[1]  seckill:{coupon:<couponId>}:stock
 -- KEYS[2]  seckill:{coupon:<couponId>}:buyers  (same hash tag: one cluster slot)
--- ARGV[1]  the user id
+-- ARGV     the user ids
 --
--- Returns  1  undone
---          0  nothing to undo (the user was not recorded)
+-- Returns  the number of purchases undone
 
-if redis.call('SREM', KEYS[2], ARGV[1]) == 1 then
-  redis.call('INCR', KEYS[1])
-  return 1
+local undone = 0
+for _, user in ipairs(ARGV) do
+  undone = undone + redis.call('SREM', KEYS[2], user)
 end
-return 0
+if undone > 0 then
+  redis.call('INCRBY', KEYS[1], undone)
+end
+return undone
