@@ -105,10 +105,10 @@ export function formatReport(report: LoadTestReport): string {
         ...report.timeSplit.map((row) => [
           row.part,
           number(row.count),
-          `${row.meanMs.toFixed(1)} ms`,
-          row.p99AtMostMs === null
+          `${row.mean.toFixed(1)}${row.unit === 'ms' ? ' ms' : ''}`,
+          row.p99AtMost === null
             ? 'beyond the last bucket'
-            : `<= ${number(row.p99AtMostMs)} ms`,
+            : `<= ${number(row.p99AtMost)}${row.unit === 'ms' ? ' ms' : ''}`,
         ]),
       ],
       [false, true, true, true],

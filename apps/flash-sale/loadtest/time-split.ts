@@ -2,43 +2,58 @@ import http from 'node:http';
 
 /**
  * Where a purchase's time went, from the instances' own `/metrics` at the end
- * of the load: the lock's wait and hold, the two steps under it, and the
- * server's time to answer, by outcome. Means are exact (a histogram's sum
- * over its count); the p99 is the bucket bound it falls under.
+ * of the load: each turn of the coupon's lock (its wait and hold, the
+ * purchases it sold together, the two steps under it), and the server's time
+ * to answer, by outcome. Means are exact (a histogram's sum over its count);
+ * the p99 is the bucket bound it falls under.
  */
 export interface TimeSplitRow {
   readonly part: string;
   readonly count: number;
-  readonly meanMs: number;
+  readonly mean: number;
   /** The upper bound of the bucket holding the 99th percentile; null past the last bound. */
-  readonly p99AtMostMs: number | null;
+  readonly p99AtMost: number | null;
+  /** What `mean` and `p99AtMost` count: milliseconds, or purchases. */
+  readonly unit: 'ms' | 'purchases';
 }
 
 interface Series {
   readonly metric: string;
   readonly labels: Readonly<Record<string, string>>;
   readonly part: string;
+  /** Purchases per turn, not seconds. */
+  readonly purchases?: true;
 }
 
 const PARTS: readonly Series[] = [
   {
-    part: 'lock wait, granted',
+    part: "a turn's lock wait, granted",
     metric: 'distributed_lock_wait_seconds',
     labels: { outcome: 'acquired' },
   },
   {
-    part: 'lock wait, stopped at the sell-out',
+    part: "a turn's lock wait, stopped at the sell-out",
     metric: 'distributed_lock_wait_seconds',
     labels: { outcome: 'aborted' },
   },
-  { part: 'lock held', metric: 'distributed_lock_hold_seconds', labels: {} },
+  {
+    part: 'lock held by a turn',
+    metric: 'distributed_lock_hold_seconds',
+    labels: {},
+  },
+  {
+    part: '  purchases sold in the turn',
+    metric: 'flash_sale_sale_batch_size',
+    labels: {},
+    purchases: true,
+  },
   {
     part: '  seckill.lua',
     metric: 'flash_sale_sale_step_seconds',
     labels: { step: 'script' },
   },
   {
-    part: '  database transaction',
+    part: '  database statement',
     metric: 'flash_sale_sale_step_seconds',
     labels: { step: 'database' },
   },
@@ -106,12 +121,13 @@ function addScrape(text: string, into: Map<string, Histogram>): void {
   }
 }
 
+/** The 99th percentile's bucket bound, in the histogram's own unit. */
 function p99Bound(histogram: Histogram): number | null {
   const wanted = histogram.count * 0.99;
   const bounds = [...histogram.buckets.keys()].toSorted((a, b) => a - b);
   for (const bound of bounds) {
     if (histogram.buckets.get(bound)! >= wanted)
-      return Number.isFinite(bound) ? bound * 1_000 : null;
+      return Number.isFinite(bound) ? bound : null;
   }
   return null;
 }
@@ -158,19 +174,22 @@ export function timeSplitBetween(
   before: TimeHistograms,
   after: TimeHistograms,
 ): TimeSplitRow[] {
-  return PARTS.flatMap(({ part }) => {
+  return PARTS.flatMap(({ part, purchases }) => {
     const end = after.get(part);
     if (!end) return [];
     const start = before.get(part);
     const histogram =
       start && start.count <= end.count ? difference(end, start) : end;
     if (histogram.count === 0) return [];
+    const scale = purchases ? 1 : 1_000;
+    const p99 = p99Bound(histogram);
     return [
       {
         part,
         count: histogram.count,
-        meanMs: (histogram.sum / histogram.count) * 1_000,
-        p99AtMostMs: p99Bound(histogram),
+        mean: (histogram.sum / histogram.count) * scale,
+        p99AtMost: p99 === null ? null : p99 * scale,
+        unit: purchases ? 'purchases' : 'ms',
       },
     ];
   });
