@@ -105,6 +105,30 @@ describe.skipIf(!postgres)('the database refuses an oversale', () => {
     await checkInvariants(sale.db, 0, couponId);
   });
 
+  it('sells a batch Redis overcounted one statement each, up to what the database has, under the lock', async () => {
+    const couponId = await createCoupon(locked.http, { stock: 3 });
+    await buy(locked.http, couponId, 'first').expect(201);
+    // Redis claims 20 left where the database has 2.
+    await redis.set(stockKey(couponId), 20);
+    const users = Array.from({ length: 8 }, (_, i) => `batch-${i}`);
+
+    // Queued together, they sell in one turn: its statement for all eight
+    // fails the CHECK, and each then gets a statement of its own.
+    const responses = await Promise.all(
+      users.map((user) => buy(locked.http, couponId, user)),
+    );
+
+    const statuses = responses.map((response) => response.status).toSorted();
+    expect(statuses).toEqual([201, 201, 409, 409, 409, 409, 409, 409]);
+    for (const response of responses.filter((r) => r.status === 409)) {
+      expect(response.body).toMatchObject({ code: 'SOLD_OUT' });
+    }
+    expect(await soldColumn(couponId)).toBe(3);
+    expect(await redis.get(stockKey(couponId))).toBe('0');
+    expect(await redis.scard(buyersKey(couponId))).toBe(3);
+    await checkInvariants(sale.db, 0, couponId);
+  });
+
   it('has the database itself refuse a sold count beyond the stock (CHECK)', async () => {
     const couponId = await createCoupon(locked.http, { stock: 1 });
     await buy(locked.http, couponId, 'only').expect(201);
