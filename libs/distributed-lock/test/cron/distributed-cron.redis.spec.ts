@@ -3,13 +3,20 @@
  * fixtures/cron-instance.ts), whose job on `@Cron('* * * * * *')` is wrapped
  * by `@DistributedLock` with `onBusy: 'skip'` and `minHoldTime: 500`, against
  * one Redis; one of them takes the lock 150 ms late, as a clock that far
- * behind would. Each run counts its tick in Redis. Halfway through, the
- * instance that ran the latest tick is SIGKILLed while its lock is still
- * left to expire. Every tick must have run exactly once, the one after the
- * kill included, and nobody may have logged an error.
+ * behind would. Each run records its start, works 200 ms, then counts its
+ * tick. Two instances are SIGKILLed:
  *
- * CI runs a short form (FAULT_SECONDS, 8 s by default, the kill after 4);
- * `FAULT_SECONDS=20 npx vitest run <this file>` runs the long one.
+ * - the one that ran the latest tick, after its job, while its lock is left
+ *   to expire: the next tick still runs, once;
+ * - then the one running the current tick, during its job: that tick is
+ *   never run again, and the ticks resume on the last instance at the first
+ *   tick after the dead one's session lapsed (`sessionTtl` 2 s here).
+ *
+ * No tick may ever start twice, every other tick must run exactly once, and
+ * nobody may have logged an error.
+ *
+ * CI runs a short form (FAULT_SECONDS, 8 s by default);
+ * `npm run test:cron:long` runs it for 20 s.
  */
 import { Redis } from 'ioredis';
 import { sleep } from '../../../../test/support/lock-fixtures.js';
@@ -24,6 +31,10 @@ const seconds = Number(process.env.FAULT_SECONDS ?? 8);
 const minHoldTime = 500;
 /** How late instance c takes the lock on each tick: a clock that far behind. */
 const lateByMs = 150;
+/** How long each run works: the time there is to kill a runner mid-job. */
+const jobMs = 200;
+/** Short, so that the ticks a dead runner's lock blocks are few. */
+const sessionTtl = 2_000;
 /** Three Nest apps compiled by SWC at once on a loaded 2-core machine. */
 const startPatienceMs = 90_000;
 
@@ -46,38 +57,55 @@ afterAll(async () => {
 const sleepUntil = (epochMs: number) =>
   sleep(Math.max(0, epochMs - Date.now()));
 
-/** Who ran `tick`, once it was recorded; undefined if nobody did by `deadline`. */
-async function runnerOf(
+interface Start {
+  readonly tick: number;
+  readonly name: string;
+  /** When the run started, ms since epoch. */
+  readonly at: number;
+}
+
+const parseStart = (entry: string | null): Start | undefined => {
+  if (!entry) return undefined;
+  const [tick, name, at] = entry.split(' ');
+  return { tick: Number(tick), name, at: Number(at) };
+};
+
+/** The last tick counted as run (its job finished), or -1. */
+const lastCounted = async () =>
+  Number((await observer.lindex('cron:log', -1))?.split(' ')[0] ?? -1);
+
+/** The first run that started for tick `tick` or later, by `deadline`. */
+async function startAtOrAfter(
   tick: number,
   deadline: number,
-): Promise<string | undefined> {
+): Promise<Start | undefined> {
   for (;;) {
-    const last = await observer.lindex('cron:log', -1);
-    const [ran, name] = (last ?? '').split(' ');
-    if (Number(ran) === tick) return name;
-    if (Number(ran) > tick || Date.now() > deadline) return undefined;
+    const last = parseStart(await observer.lindex('cron:started', -1));
+    if (last && last.tick >= tick) {
+      const all = await observer.lrange('cron:started', 0, -1);
+      return all.map(parseStart).find((start) => start!.tick >= tick);
+    }
+    if (Date.now() > deadline) return undefined;
     await sleep(5);
   }
 }
+
+const instanceNamed = (name: string) => instances.find((i) => i.name === name)!;
 
 /**
  * SIGKILLs the instance that ran the latest tick, from tick `from` on, once
  * its job is over and its lock left to expire (a lease of at most
  * minHoldTime), before that lease ends: the first tick where that moment is
- * caught (a loaded machine may miss one). Returns the instance and the
- * tick; undefined when no lock was left to expire in five ticks.
+ * caught (a loaded machine may miss one).
  */
-async function killDuringLeftover(
-  from: number,
-): Promise<{ killed: CronInstance; tick: number } | undefined> {
-  for (let tick = from; tick < from + 5; tick++) {
-    const name = await runnerOf(tick, (tick + 1) * 1000);
-    if (name === undefined) continue;
+async function killDuringLeftover(from: number) {
+  for (let tick = from; tick < from + 4; tick++) {
+    const start = await startAtOrAfter(tick, (tick + 1) * 1000);
+    if (start?.tick !== tick) continue;
     while (Date.now() < (tick + 1) * 1000) {
       const left = await observer.pttl('lock:{cron:tick}');
-      if (left <= 0) break;
-      if (left <= minHoldTime) {
-        const killed = instances.find((i) => i.name === name)!;
+      if ((await lastCounted()) === tick && left > 0 && left <= minHoldTime) {
+        const killed = instanceNamed(start.name);
         await killed.kill();
         return { killed, tick };
       }
@@ -87,7 +115,23 @@ async function killDuringLeftover(
   return undefined;
 }
 
-/** How many times each tick ran, by tick. */
+/**
+ * SIGKILLs the instance running tick `from` (or a later one) during its job:
+ * after the run started, before it was counted.
+ */
+async function killDuringJob(from: number) {
+  for (let tick = from; tick < from + 4; tick++) {
+    const start = await startAtOrAfter(tick, (tick + 1) * 1000);
+    if (start === undefined || (await lastCounted()) >= start.tick) continue;
+    const killed = instanceNamed(start.name);
+    const killedAt = Date.now();
+    await killed.kill();
+    return { killed, killedAt, tick: start.tick };
+  }
+  return undefined;
+}
+
+/** How many times each tick was counted as run, by tick. */
 async function runsByTick(): Promise<Map<number, number>> {
   const keys = await observer.keys('cron:runs:*');
   const counts = keys.length > 0 ? await observer.mget(keys) : [];
@@ -100,7 +144,7 @@ async function runsByTick(): Promise<Map<number, number>> {
 }
 
 it(
-  `runs each 1 s tick exactly once on 3 instances for ${seconds} s, across a SIGKILL of the last runner`,
+  `runs each 1 s tick once on 3 instances for ${seconds} s, across a SIGKILL after a job and one during a job`,
   { timeout: seconds * 1_000 + startPatienceMs + 30_000 },
   async () => {
     const orders = ['cron-above', 'lock-above', 'cron-calls-locked'] as const;
@@ -112,6 +156,8 @@ it(
           minHoldTime,
           order: orders[i],
           lateByMs,
+          jobMs,
+          sessionTtl,
         }),
       );
     await Promise.all(instances.map((i) => i.started(startPatienceMs)));
@@ -120,35 +166,76 @@ it(
     // their start-up work settle. Ticks before run on fewer instances and
     // count only towards "never twice".
     const firstTick = Math.ceil(Date.now() / 1000) + 1;
-    const lastTick = firstTick + seconds - 1;
-
-    const kill = await killDuringLeftover(
-      firstTick + Math.floor(seconds / 2) - 1,
+    const afterJob = await killDuringLeftover(
+      firstTick + Math.floor(seconds / 4),
+    );
+    const duringJob = await killDuringJob((afterJob?.tick ?? firstTick) + 2);
+    const resumed = duringJob
+      ? await startAtOrAfter(
+          duringJob.tick + 1,
+          duringJob.killedAt + sessionTtl + 3_000,
+        )
+      : undefined;
+    const lastTick = Math.max(
+      firstTick + seconds - 1,
+      (resumed?.tick ?? 0) + 1,
     );
 
     // The last tick in the window is recorded well within a second.
     await sleepUntil((lastTick + 2) * 1000);
-    const survivors = instances.filter((i) => i !== kill?.killed);
-    await Promise.all(survivors.map((i) => i.stop()));
+    const killed = [afterJob?.killed, duringJob?.killed];
+    await Promise.all(
+      instances.filter((i) => !killed.includes(i)).map((i) => i.stop()),
+    );
 
     const runs = await runsByTick();
     const log = await observer.lrange('cron:log', 0, -1);
-    const context = `runs by tick ${JSON.stringify([...runs])}, log ${JSON.stringify(log)}`;
+    const starts = (await observer.lrange('cron:started', 0, -1)).map((entry) =>
+      parseStart(entry)!,
+    );
+    const context = `runs by tick ${JSON.stringify([...runs])}, log ${JSON.stringify(log)}, starts ${JSON.stringify(starts)}`;
+    expect(
+      afterJob,
+      `no runner caught after its job; ${context}`,
+    ).toBeDefined();
+    expect(duringJob, `no runner caught in its job; ${context}`).toBeDefined();
+    expect(resumed, `no tick ran after the kill; ${context}`).toBeDefined();
 
+    console.log(
+      `[cron] ticks ${firstTick}..${lastTick}: ${afterJob!.killed.name} killed after tick ` +
+        `${afterJob!.tick}'s job, ${duringJob!.killed.name} during tick ${duringJob!.tick}'s; ` +
+        `resumed on ${resumed!.name} at tick ${resumed!.tick}, ` +
+        `${resumed!.at - duringJob!.killedAt} ms after the kill (sessionTtl ${sessionTtl})`,
+    );
+
+    // Never twice: neither started nor counted.
+    const startsOf = (tick: number) => starts.filter((s) => s.tick === tick);
+    for (const { tick } of starts)
+      expect(startsOf(tick), `tick ${tick}; ${context}`).toHaveLength(1);
     for (const [tick, count] of runs)
       expect(count, `tick ${tick}; ${context}`).toBe(1);
-    for (let tick = firstTick; tick <= lastTick; tick++)
-      expect(runs.get(tick), `tick ${tick}; ${context}`).toBe(1);
-    expect(
-      kill,
-      `no runner was caught with its lock left to expire; ${context}`,
-    ).toBeDefined();
-    const afterKill = log.filter(
-      (entry) => Number(entry.split(' ')[0]) > kill!.tick,
+
+    // The interrupted tick started once, on the killed instance, and was
+    // never run again; the ticks its lock blocked were skipped everywhere.
+    expect(startsOf(duringJob!.tick)[0].name, context).toBe(
+      duringJob!.killed.name,
     );
-    expect(afterKill.length, context).toBeGreaterThan(0);
-    for (const entry of afterKill)
-      expect(entry.endsWith(` ${kill!.killed.name}`), context).toBe(false);
+    expect(runs.get(duringJob!.tick), context).toBeUndefined();
+    for (let tick = firstTick; tick <= lastTick; tick++) {
+      if (tick === duringJob!.tick) continue;
+      const blocked = tick > duringJob!.tick && tick < resumed!.tick;
+      expect(runs.get(tick), `tick ${tick}; ${context}`).toBe(
+        blocked ? undefined : 1,
+      );
+    }
+    // Resumed on the first tick after the dead runner's session lapsed: at
+    // most sessionTtl after the kill, plus the wait for that tick.
+    expect(resumed!.at - duringJob!.killedAt, context).toBeLessThanOrEqual(
+      sessionTtl + 1_000 + lateByMs + 100,
+    );
+    for (const { killed: dead, tick } of [afterJob!, duringJob!])
+      for (const start of starts.filter((s) => s.tick > tick))
+        expect(start.name, context).not.toBe(dead.name);
 
     for (const instance of instances) {
       expect(instance.lines('ERROR'), instance.name).toEqual([]);
@@ -158,10 +245,13 @@ it(
       ).toEqual([]);
       expect(instance.log, instance.name).not.toContain('[Cron] error');
     }
-    // The others let every tick go quietly, at debug level.
+    // The others let every tick go quietly, at debug level: at least one
+    // skip a tick while two or more instances lived.
     const skips = instances.flatMap((i) =>
       i.lines('DEBUG').filter((line) => line.includes('skipped')),
     );
-    expect(skips.length).toBeGreaterThanOrEqual(seconds);
+    expect(skips.length).toBeGreaterThanOrEqual(
+      duringJob!.tick - firstTick + 1,
+    );
   },
 );
