@@ -39,6 +39,8 @@ export interface HoldRecord {
   readonly fencingToken?: number;
   /** Why it stopped being ours before its release, if it did. */
   readonly lostReason?: LockLostReason;
+  /** What {@link LockObserver.callerContext} returned when it was granted. */
+  readonly callerContext?: unknown;
 }
 
 /** Who gave the caller the lock, when it was not taken free. */
@@ -85,6 +87,11 @@ export interface LockObserver {
   renewal(kind: 'lease' | 'session', kept: boolean): void;
   /** A backend call failed (unreachable or too slow store). */
   backendError(operation: BackendOperation): void;
+  /**
+   * The caller's context where a key was granted (the active trace
+   * context), handed back in that hold's {@link HoldRecord}.
+   */
+  callerContext?(): unknown;
 }
 
 /** Every one of `observers`, as one; undefined when there is none. */
@@ -94,7 +101,7 @@ export function combineObservers(
   const present = observers.filter((o): o is LockObserver => o !== undefined);
   if (present.length <= 1) return present[0];
   const each =
-    <K extends keyof LockObserver>(method: K) =>
+    <K extends Exclude<keyof LockObserver, 'callerContext'>>(method: K) =>
     (...args: Parameters<LockObserver[K]>): void => {
       for (const observer of present)
         (observer[method] as (...a: Parameters<LockObserver[K]>) => void)(
@@ -110,6 +117,7 @@ export function combineObservers(
     handoff: each('handoff'),
     renewal: each('renewal'),
     backendError: each('backendError'),
+    callerContext: present.find((o) => o.callerContext)?.callerContext,
   };
 }
 

@@ -8,6 +8,7 @@ import type { AcquireOutcome, LockObserver } from './lock-observer.js';
 interface HoldStart {
   readonly name: string;
   readonly grantedAt: number;
+  readonly callerContext: unknown;
 }
 
 /**
@@ -53,7 +54,11 @@ export class LockTelemetry {
 
   /** `held` was granted now, for an acquisition named `name`. */
   held(held: HeldKey, name: string): void {
-    this.holds.set(held, { name, grantedAt: Date.now() });
+    this.holds.set(held, {
+      name,
+      grantedAt: Date.now(),
+      callerContext: this.observer.callerContext?.(),
+    });
     this.observer.holdStarted(name);
   }
 
@@ -80,6 +85,7 @@ export class LockTelemetry {
       endedAt: Date.now(),
       fencingToken: held.fencingToken,
       lostReason,
+      callerContext: start.callerContext,
     });
   }
 }

@@ -45,21 +45,28 @@ export function tracingObserver(
     },
     holdStarted: ignore,
     holdEnded(record: HoldRecord) {
-      const span = tracer.startSpan('lock.hold', {
-        startTime: record.grantedAt,
-        kind: otel.SpanKind.INTERNAL,
-        attributes: {
-          'lock.name': record.name,
-          'lock.key': record.key,
-          'lock.hold_ms': record.endedAt - record.grantedAt,
-          ...(record.fencingToken === undefined
-            ? {}
-            : { 'lock.fencing_token': record.fencingToken }),
-          ...(record.lostReason === undefined
-            ? {}
-            : { 'lock.lost_reason': record.lostReason }),
+      const parent =
+        (record.callerContext as OpenTelemetry.Context | undefined) ??
+        otel.context.active();
+      const span = tracer.startSpan(
+        'lock.hold',
+        {
+          startTime: record.grantedAt,
+          kind: otel.SpanKind.INTERNAL,
+          attributes: {
+            'lock.name': record.name,
+            'lock.key': record.key,
+            'lock.hold_ms': record.endedAt - record.grantedAt,
+            ...(record.fencingToken === undefined
+              ? {}
+              : { 'lock.fencing_token': record.fencingToken }),
+            ...(record.lostReason === undefined
+              ? {}
+              : { 'lock.lost_reason': record.lostReason }),
+          },
         },
-      });
+        parent,
+      );
       if (record.lostReason)
         span.setStatus({
           code: otel.SpanStatusCode.ERROR,
@@ -71,5 +78,6 @@ export function tracingObserver(
     handoff: ignore,
     renewal: ignore,
     backendError: ignore,
+    callerContext: () => otel.context.active(),
   };
 }

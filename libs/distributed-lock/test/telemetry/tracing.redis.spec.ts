@@ -150,7 +150,7 @@ describe('tracing: OpenTelemetry spans', () => {
     expect(lost?.status.code).toBe(SpanStatusCode.ERROR);
   });
 
-  it('makes a lock.acquire span a child of the span active where the lock was asked for, also for a grant handed over by a release under another span', async () => {
+  it('makes lock.acquire and lock.hold spans children of the span active where the lock was asked for, also when released under another span or granted by a hand-off', async () => {
     const locks = await lockService();
     const first = await inSpan('checkout A', async (span) => ({
       spanId: span.spanContext().spanId,
@@ -168,6 +168,7 @@ describe('tracing: OpenTelemetry spans', () => {
 
     // In the order they ended: A's, then B's.
     expect(parentsOf('lock.acquire')).toEqual([first.spanId, second.spanId]);
+    expect(parentsOf('lock.hold')).toEqual([first.spanId, second.spanId]);
   });
 
   it("makes spans by default when @opentelemetry/api is installed ('auto'), and none with tracing: false", async () => {
