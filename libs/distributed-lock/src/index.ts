@@ -62,6 +62,8 @@ export {
   LockLostError,
   LockNotAcquiredError,
   LockTemplateError,
+  LockUnsupportedError,
+  type LockPrimitive,
 } from './errors/lock-errors.js';
 
 export type {

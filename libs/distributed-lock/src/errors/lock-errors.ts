@@ -76,6 +76,31 @@ export class LockBackendError extends LockError {
   }
 }
 
+/** A primitive of this library other than the mutex. */
+export type LockPrimitive = 'semaphore' | 'read-write lock';
+
+/**
+ * The module's lock store has no support for this primitive: a module on the
+ * quorum backend (`nodes`) or on a custom `backend` other than
+ * `MemoryLockBackend` has no semaphore store, so semaphores and read-write
+ * locks are refused there. A configuration error, not an outage: retrying
+ * cannot help, so the interceptor answers 500 without `Retry-After`. An app
+ * with a `@DistributedSemaphore`, `@ReadLock` or `@WriteLock` method fails
+ * to start with it; a call through `SemaphoreService` or
+ * `ReadWriteLockService` rejects with it at once. Nothing was acquired.
+ */
+export class LockUnsupportedError extends LockError {
+  readonly code = 'LOCK_UNSUPPORTED';
+
+  constructor(
+    /** The primitive the store cannot provide. */
+    readonly primitive: LockPrimitive,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /**
  * The lock expired or was taken over while its holder still counted on it, or a
  * nested (reentrant) acquisition found its outer lock already lost.

@@ -16,6 +16,7 @@ import {
   LockKeyError,
   LockLostError,
   LockNotAcquiredError,
+  LockUnsupportedError,
 } from '../errors/lock-errors.js';
 import { DISTRIBUTED_LOCK_OPTIONS } from '../module/distributed-lock.module-definition.js';
 import {
@@ -37,8 +38,9 @@ export interface LockErrorBody {
 
 /**
  * Turns lock failures into the transport's answer: over HTTP a JSON error with
- * 400 (bad key), 409 and `Retry-After` (busy), 503 (Redis unreachable); over
- * microservice transports an `RpcException` with the same body. Other errors
+ * 400 (bad key), 409 and `Retry-After` (busy), 503 and `Retry-After` (Redis
+ * unreachable), 500 without `Retry-After` (a primitive the module's store
+ * does not support, or a refused upgrade); over microservice transports an `RpcException` with the same body. Other errors
  * pass through untouched.
  *
  * The lock itself is taken by the `@DistributedLock` wrapper inside the
@@ -98,6 +100,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
     if (error instanceof LockKeyError) return statuses.invalidKey;
     if (error instanceof LockBackendError) return statuses.backendUnavailable;
     if (error instanceof LockLostError) return statuses.lost;
+    // LockUnsupportedError among them: a misconfigured server, not an outage.
     return HttpStatus.INTERNAL_SERVER_ERROR;
   }
 
@@ -130,6 +133,9 @@ function publicMessage(error: LockError): string {
   if (error instanceof LockNotAcquiredError) {
     return `The resource "${error.key}" is busy, try again later`;
   }
+  // Its message names the server's configuration; clients need not know it.
+  if (error instanceof LockUnsupportedError)
+    return `This server does not support ${error.primitive}s`;
   return error.message;
 }
 

@@ -81,6 +81,8 @@ export class ReadWriteLockService {
    * @throws LockLostError when the chain's hold it would join was lost
    * @throws LockKeyError for an empty, malformed or too long name
    * @throws LockBackendError when the store cannot be reached in bounded time
+   * @throws LockUnsupportedError at once when the module's store has no
+   *   semaphores (quorum `nodes` or a custom backend)
    * @throws RangeError for a negative `waitTime` or a `leaseTime` that is not
    *   a positive number of ms
    */

@@ -44,7 +44,7 @@ export function createReadWriteLockService(
 ): ReadWriteLockService {
   const resolved = resolveLockOptions(options);
   return new ManagedReadWriteLockService({
-    backend: createSemaphoreBackend(options, locks),
+    backend: createSemaphoreBackend(options, locks, 'read-write lock'),
     keyPrefix: resolved.keyPrefix,
     leaseTime: resolved.sessionTtl ?? lockOptionDefaults.sessionTtl,
     waitTime: resolved.waitTime,

@@ -4,7 +4,10 @@ import type {
 } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import { MemoryLockBackend } from '../backends/memory/memory-lock-backend.js';
-import { LockBackendError } from '../errors/lock-errors.js';
+import {
+  LockUnsupportedError,
+  type LockPrimitive,
+} from '../errors/lock-errors.js';
 import type { LockService } from '../lock-service/lock.service.js';
 import {
   lockOptionDefaults,
@@ -61,7 +64,7 @@ export function createSemaphoreService(
 ): SemaphoreService {
   const resolved = resolveLockOptions(options);
   return new ManagedSemaphoreService({
-    backend: createSemaphoreBackend(options, locks),
+    backend: createSemaphoreBackend(options, locks, 'semaphore'),
     keyPrefix: resolved.keyPrefix,
     leaseTime: resolved.sessionTtl ?? lockOptionDefaults.sessionTtl,
     waitTime: resolved.waitTime,
@@ -72,12 +75,14 @@ export function createSemaphoreService(
 /**
  * A semaphore store on the store of the module's LockService: Redis or
  * Cluster on its client (with a pub/sub connection of its own), memory for a
- * `MemoryLockBackend`, else one whose every call fails. Semaphores and
- * read-write locks each get their own.
+ * `MemoryLockBackend`, else one whose every call fails with
+ * `LockUnsupportedError` for `primitive`. Semaphores and read-write locks
+ * each get their own.
  */
 export function createSemaphoreBackend(
   options: DistributedLockModuleOptions,
   locks: LockService,
+  primitive: LockPrimitive,
 ): SemaphoreBackend {
   const client = moduleClients.get(locks);
   if (options.backend instanceof MemoryLockBackend)
@@ -87,26 +92,54 @@ export function createSemaphoreBackend(
       client,
       commandTimeoutMs: resolveLockOptions(options).commandTimeout,
     });
-  return unavailableBackend(options);
+  return unsupportedBackend(() =>
+    unsupportedError(primitive, noStoreReason(options)),
+  );
 }
 
 /**
- * Quorum (`nodes`) and custom backends have no semaphore store: each call
- * says so. (A quorum semaphore would need a majority of nodes to agree on
- * every holder set and queue order, which independent FIFO queues cannot.)
+ * Why the module has no semaphore store, or undefined when it has one.
+ * Quorum (`nodes`) and custom backends have none. (A quorum semaphore would
+ * need a majority of nodes to agree on every holder set and queue order,
+ * which independent FIFO queues cannot.)
  */
-function unavailableBackend(
+export function missingSemaphoreStore(
   options: DistributedLockModuleOptions,
-): SemaphoreBackend {
-  const why = options.nodes
+  locks: LockService,
+): string | undefined {
+  if (options.backend instanceof MemoryLockBackend) return undefined;
+  if (moduleClients.has(locks)) return undefined;
+  return noStoreReason(options);
+}
+
+function noStoreReason(options: DistributedLockModuleOptions): string {
+  return options.nodes
     ? 'the quorum backend (`nodes`) has none'
     : 'a custom `backend` other than MemoryLockBackend has none';
-  const fail = () =>
-    Promise.reject(
-      new LockBackendError(
-        `Semaphores and read-write locks need the module's Redis or Cluster connection: ${why}`,
-      ),
-    );
+}
+
+/**
+ * The error for `primitive` on a module without a semaphore store, naming
+ * the decorated `method` that uses it when there is one.
+ */
+export function unsupportedError(
+  primitive: LockPrimitive,
+  why: string,
+  method?: string,
+): LockUnsupportedError {
+  const what = primitive === 'semaphore' ? 'Semaphores' : 'Read-write locks';
+  const reason = `${what} need the module's Redis or Cluster connection: ${why}`;
+  return new LockUnsupportedError(
+    primitive,
+    method ? `${method}: ${reason}` : reason,
+  );
+}
+
+/** A store whose every call fails at once with the error `refusal` makes. */
+function unsupportedBackend(
+  refusal: () => LockUnsupportedError,
+): SemaphoreBackend {
+  const fail = () => Promise.reject(refusal());
   return {
     acquire: fail,
     extend: fail,

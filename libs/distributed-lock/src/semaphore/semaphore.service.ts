@@ -71,6 +71,8 @@ export class SemaphoreService {
    *   another limit
    * @throws LockKeyError for an empty, malformed or too long name
    * @throws LockBackendError when the store cannot be reached in bounded time
+   * @throws LockUnsupportedError at once when the module's store has no
+   *   semaphores (quorum `nodes` or a custom backend)
    * @throws RangeError for a limit or permits that are not whole numbers
    *   with 1 <= permits <= limit
    */
