@@ -82,7 +82,14 @@ export interface DistributedLockModuleOptions {
    * taken without a `leaseTime` is bound to it, so a process that dies, is
    * frozen or is cut off loses all its locks, to the next waiters, within
    * this long; the holder is told first. `false` turns sessions off: each
-   * such lock renews its own lease (`watchdogLeaseTime`). Default 5000 ms.
+   * such lock renews its own lease (`watchdogLeaseTime`). At least 300.
+   * Default 5000 ms.
+   *
+   * Semaphore and read-write lock holds are not bound to the session: each
+   * hold without a `leaseTime` renews a lease of its own of `sessionTtl`,
+   * every third of it, so a dead process's permits and read or write holds
+   * come back within that long. With `sessionTtl: false` that lease is
+   * 5000 ms (`watchdogLeaseTime` applies to locks only).
    */
   readonly sessionTtl?: number | false;
   /**
