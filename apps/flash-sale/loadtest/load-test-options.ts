@@ -53,6 +53,8 @@ export interface LoadTestOptions {
   readonly seckillWaitMs?: number;
   /** SECKILL_SESSION_TTL_MS of the instances (their lock sessions' TTL). Default: the app's, 5000. */
   readonly seckillSessionTtlMs?: number;
+  /** SECKILL_BATCH_MAX of the instances (most purchases sold per turn of the lock). Default: the app's, 64. */
+  readonly seckillBatchMax?: number;
   /** SECKILL_FREE_ON_DISCONNECT of the instances. Default false. */
   readonly freeOnDisconnect?: boolean;
   /** Seed of the order in which users send. Default 1. */
@@ -90,6 +92,7 @@ export type ResolvedLoadTestOptions = Required<
     | 'basePort'
     | 'seckillWaitMs'
     | 'seckillSessionTtlMs'
+    | 'seckillBatchMax'
   >
 > &
   Pick<
@@ -100,6 +103,7 @@ export type ResolvedLoadTestOptions = Required<
     | 'basePort'
     | 'seckillWaitMs'
     | 'seckillSessionTtlMs'
+    | 'seckillBatchMax'
   >;
 
 /** Thrown for options that make no sense. */
@@ -172,6 +176,7 @@ export function resolveOptions(
     startTimeoutMs: int('startTimeoutMs', 90_000, 1_000, 600_000),
     seckillWaitMs: optionalInt('seckillWaitMs', 0, 600_000),
     seckillSessionTtlMs: optionalInt('seckillSessionTtlMs', 100, 600_000),
+    seckillBatchMax: optionalInt('seckillBatchMax', 1, 1_000),
     seed: int('seed', 1, 0, 2 ** 32 - 1),
     warmup: int('warmup', 0, 0, 10_000_000),
     instanceEnv: options.instanceEnv ?? {},

@@ -43,6 +43,9 @@ every 201 a client saw is in the database.
   --seckill-wait-ms MS  SECKILL_WAIT_MS of the instances (default: the app's, 10000)
   --session-ttl-ms MS   SECKILL_SESSION_TTL_MS of the instances: how soon a dead
                         instance's locks are free (default: the app's, 5000)
+  --batch-max N         SECKILL_BATCH_MAX of the instances: most purchases sold
+                        in one turn of the coupon's lock (default: the app's,
+                        64; 1: a turn per purchase)
   --free-on-disconnect  SECKILL_FREE_ON_DISCONNECT=on: a dead instance's locks go
                         as soon as Redis sees its connection close
   --seed N              seed of the order in which users send (default 1)
@@ -81,6 +84,7 @@ function parse() {
       'max-duration': { type: 'string' },
       'seckill-wait-ms': { type: 'string' },
       'session-ttl-ms': { type: 'string' },
+      'batch-max': { type: 'string' },
       'free-on-disconnect': { type: 'boolean', default: false },
       seed: { type: 'string' },
       warmup: { type: 'string' },
@@ -148,6 +152,7 @@ const options: LoadTestOptions = {
   maxDurationMs: maxDuration === undefined ? undefined : maxDuration * 1000,
   seckillWaitMs: toNumber('seckill-wait-ms', values['seckill-wait-ms']),
   seckillSessionTtlMs: toNumber('session-ttl-ms', values['session-ttl-ms']),
+  seckillBatchMax: toNumber('batch-max', values['batch-max']),
   freeOnDisconnect: values['free-on-disconnect'],
   seed: toNumber('seed', values.seed),
   warmup: toNumber('warmup', values.warmup),

@@ -89,6 +89,9 @@ export async function runLoadTest(
       ...(options.seckillSessionTtlMs === undefined
         ? {}
         : { SECKILL_SESSION_TTL_MS: String(options.seckillSessionTtlMs) }),
+      ...(options.seckillBatchMax === undefined
+        ? {}
+        : { SECKILL_BATCH_MAX: String(options.seckillBatchMax) }),
       ...(options.freeOnDisconnect ? { SECKILL_FREE_ON_DISCONNECT: 'on' } : {}),
     };
     const instances = ports.map(
