@@ -175,6 +175,7 @@ describe.each(stores)('@ReadLock / @WriteLock over HTTP (%s)', (_, options) => {
     await vi.waitFor(() => expect(gate.inside).toBe(2));
     const busy = await request(url).get('/price/a/set');
     expect(busy.status).toBe(409);
+    expect(busy.headers['retry-after']).toBe('1');
     expect(busy.body).toMatchObject({
       statusCode: 409,
       code: 'LOCK_NOT_ACQUIRED',

@@ -144,6 +144,7 @@ describe.each(stores)('@DistributedSemaphore over HTTP (%s)', (_, options) => {
     await vi.waitFor(() => expect(gate.inside).toBe(2));
     const busy = await request(url).get('/partner/call');
     expect(busy.status).toBe(409);
+    expect(busy.headers['retry-after']).toBe('1');
     expect(busy.body).toMatchObject({
       statusCode: 409,
       code: 'LOCK_NOT_ACQUIRED',
