@@ -96,6 +96,11 @@ export class CouponQueue {
     this.turn = undefined;
   }
 
+  /** Stops the turn's wait for the lock, if one is waiting, with `reason`. */
+  stopTurn(reason: unknown): void {
+    this.turn?.controller.abort(reason);
+  }
+
   /** Whether `error` is the turn's wait stopped because nobody was waiting. */
   static stoppedForNobody(error: unknown): boolean {
     return (error as { cause?: unknown } | null)?.cause === NOBODY_WAITING;

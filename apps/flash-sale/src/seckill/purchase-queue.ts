@@ -1,6 +1,11 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+} from '@nestjs/common';
 import { LockError, LockNotAcquiredError } from '@app/distributed-lock';
-import { busy } from '../common/app-exception.js';
+import { busy, unavailable } from '../common/app-exception.js';
 import { APP_CONFIG, type AppConfig } from '../config/app-config.js';
 import { CouponQueue } from './coupon-queue.js';
 import { PendingPurchase, type PurchaseAnswer } from './pending-purchase.js';
@@ -20,9 +25,11 @@ import { SaleTurns } from './sale-turns.js';
  * `429 BUSY`; once the coupon sells out the waiting ones get `409 SOLD_OUT`.
  */
 @Injectable()
-export class PurchaseQueue {
+export class PurchaseQueue implements BeforeApplicationShutdown {
   private readonly logger = new Logger('PurchaseQueue');
   private readonly queues = new Map<number, CouponQueue>();
+  /** Set once the instance stops: the answer of every purchase from then on. */
+  private stopping?: Error;
 
   constructor(
     private readonly turns: SaleTurns,
@@ -31,6 +38,7 @@ export class PurchaseQueue {
 
   /** Queues the user's purchase of the coupon; resolves with its order, or rejects with its answer. */
   buy(couponId: number, userId: string): Promise<PurchaseAnswer> {
+    if (this.stopping) return Promise.reject(this.stopping);
     let queue = this.queues.get(couponId);
     if (!queue) {
       queue = new CouponQueue();
@@ -48,9 +56,17 @@ export class PurchaseQueue {
     return purchase.answer;
   }
 
-  /** Purchases of the coupon waiting here for a turn (for tests and the page). */
-  waiting(couponId: number): number {
-    return this.queues.get(couponId)?.size ?? 0;
+  /**
+   * The instance is stopping (before its HTTP server waits for the requests
+   * in flight): purchases waiting for a turn, and any that arrive now, get
+   * 503 at once; a turn already selling finishes its batch.
+   */
+  beforeApplicationShutdown(): void {
+    this.stopping = unavailable(new Error('The instance is shutting down'));
+    for (const queue of this.queues.values()) {
+      queue.failAll(this.stopping);
+      queue.stopTurn(this.stopping);
+    }
   }
 
   /** Runs the coupon's turns while purchases wait for one. */
