@@ -114,7 +114,7 @@ function printCrowd(crowd: CrowdResult): void {
   console.log(
     `Response time: median ${percentile(crowd.latencies, 0.5).toFixed(0)} ms, ` +
       `p99 ${percentile(crowd.latencies, 0.99).toFixed(0)} ms ` +
-      '(purchases of one coupon queue for its lock, one at a time).',
+      '(purchases of one coupon queue on each instance for its lock, and each turn of the lock sells the queue).',
   );
   console.log(`Users who got the coupon: ${count(crowd.bought.size)}.`);
 }
