@@ -36,6 +36,9 @@ export class SaleTurns {
     try {
       const coupon = await this.coupons.findForPurchase(couponId);
       await this.sale.sell(coupon, batch);
+    } catch (error) {
+      // The coupon could not be read (the database is down): 503 for the batch.
+      for (const purchase of batch) purchase.fail(error);
     } finally {
       // Whatever escaped the sale: no purchase of the batch is left unanswered.
       const escaped = new Error('The sale ended without an answer');
