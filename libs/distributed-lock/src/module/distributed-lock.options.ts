@@ -146,8 +146,11 @@ export interface DistributedLockModuleOptions {
    * write, on the connections the module opens (a client passed in is left
    * as it is). With many concurrent lock calls this saves most of the CPU
    * that a write per command costs Node and Redis; a lone command is sent as
-   * early as before. `false` writes each command on its own, as ioredis does.
-   * Default true.
+   * early as before. On the quorum's node connections (`nodes`) a turn's
+   * first command is written at once, unless the turn before carried
+   * several: a lock round gives each node one command, which waiting for the
+   * turn's end would only hold back. `false` writes each command on its own,
+   * as ioredis does. Default true.
    */
   readonly coalesceWrites?: boolean;
   /**

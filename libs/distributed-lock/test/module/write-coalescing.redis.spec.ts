@@ -133,21 +133,52 @@ describe('coalesceWrites()', () => {
     client.disconnect();
   });
 
-  it('answers commands sent before the connection was ready, and after it was cut', async () => {
-    const client = new Redis(server.url, { lazyConnect: true });
-    coalesceWrites(client);
-    // Queued by ioredis until it has connected.
-    expect(
-      await Promise.all([client.set('queued:1', 'x'), client.incr('queued:n')]),
-    ).toEqual(['OK', 1]);
-    const id = await client.client('ID');
-    await observer.client('KILL', 'ID', String(id));
-    await new Promise((resolve) => client.once('ready', resolve));
-    expect(
-      await Promise.all([client.get('queued:1'), client.incr('queued:n')]),
-    ).toEqual(['x', 2]);
+  it('with firstAtOnce, writes the first command of a turn at once and the rest at its end', async () => {
+    const client = await connected();
+    coalesceWrites(client, { firstAtOnce: true });
+    const writes = countSocketWrites(client);
+    const alone = client.set('first:0', 'a');
+    // Written before the turn ends: plain coalescing would still hold it.
+    expect(writes.count).toBe(1);
+    await alone;
+    const burst = Array.from({ length: 64 }, (_, i) =>
+      client.set(`first:${i}`, String(i)),
+    );
+    expect(writes.count).toBe(2);
+    await Promise.all(burst);
+    // The first went alone, the other 63 together at the turn's end.
+    expect(writes.count).toBe(3);
+    // After a turn of several, the next turn's commands are coalesced from
+    // the first on.
+    await Promise.all(
+      Array.from({ length: 64 }, (_, i) => client.get(`first:${i}`)),
+    );
+    expect(writes.count).toBe(4);
     client.disconnect();
   });
+
+  it.each([false, true])(
+    'answers commands sent before the connection was ready, and after it was cut (firstAtOnce: %s)',
+    async (firstAtOnce) => {
+      const client = new Redis(server.url, { lazyConnect: true });
+      coalesceWrites(client, { firstAtOnce });
+      // Queued by ioredis until it has connected.
+      expect(
+        await Promise.all([
+          client.set('queued:1', 'x'),
+          client.incr('queued:n'),
+        ]),
+      ).toEqual(['OK', 1]);
+      const id = await client.client('ID');
+      await observer.client('KILL', 'ID', String(id));
+      await new Promise((resolve) => client.once('ready', resolve));
+      expect(
+        await Promise.all([client.get('queued:1'), client.incr('queued:n')]),
+      ).toEqual(['x', 2]);
+      await client.del('queued:1', 'queued:n');
+      client.disconnect();
+    },
+  );
 });
 
 describe('the module', () => {
@@ -156,6 +187,32 @@ describe('the module', () => {
     // 64 SETs in one write, then 64 releases: a read or two each.
     expect(await readsFor64Cycles(locks)).toBeLessThanOrEqual(6);
     await app.close();
+  });
+
+  it('writes the first command of a turn at once on the quorum nodes it opens', async () => {
+    const nodes = await Promise.all([1, 2, 3].map(() => startRedisServer()));
+    const app = await Test.createTestingModule({
+      imports: [
+        DistributedLockModule.forRoot({ nodes: nodes.map((n) => n.url) }),
+      ],
+    }).compile();
+    await app.init();
+    try {
+      const { backend } = app.get(LockService).healthSources;
+      const clients = (backend as unknown as { options: { nodes: Redis[] } })
+        .options.nodes;
+      // Ready, and the last turn of each carried one command.
+      for (let turn = 0; turn < 2; turn++)
+        await Promise.all(clients.map((c) => c.ping()));
+      const writes = clients.map(countSocketWrites);
+      const pings = clients.map((c) => c.ping());
+      // A lock round's command leaves each node's connection at once.
+      expect(writes.map((w) => w.count)).toEqual([1, 1, 1]);
+      await Promise.all(pings);
+    } finally {
+      await app.close();
+      await Promise.all(nodes.map((n) => n.stop()));
+    }
   });
 
   it('rejects a coalesceWrites that is not a boolean', async () => {

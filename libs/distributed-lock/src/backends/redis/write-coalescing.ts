@@ -20,14 +20,24 @@ type SendCommand = Redis['sendCommand'];
  * application passes in is left as it is. A cluster's node connections are
  * coalesced as the cluster opens them.
  *
+ * With `firstAtOnce`, a turn's first command is written at once, and only the
+ * ones after it in the same turn wait for its end, unless the turn before
+ * carried several (then all wait, as without it): for a quorum node's
+ * connection, which a lock round gives one command, that the cork would only
+ * hold back until the turn's promise callbacks are done.
+ *
  * @returns a function that restores the plain one-write-per-command sending
  */
-export function coalesceWrites(client: Redis | Cluster): () => void {
+export function coalesceWrites(
+  client: Redis | Cluster,
+  { firstAtOnce = false }: { readonly firstAtOnce?: boolean } = {},
+): () => void {
   if ('nodes' in client && typeof client.nodes === 'function') {
     const cluster = client as Cluster;
     const undo = new Map<Redis, () => void>();
     const onNode = (node: Redis) => {
-      if (!undo.has(node)) undo.set(node, coalesceNodeWrites(node));
+      if (!undo.has(node))
+        undo.set(node, coalesceNodeWrites(node, firstAtOnce));
     };
     const onNodeGone = (node: Redis) => {
       undo.get(node)?.();
@@ -43,10 +53,10 @@ export function coalesceWrites(client: Redis | Cluster): () => void {
       undo.clear();
     };
   }
-  return coalesceNodeWrites(client as Redis);
+  return coalesceNodeWrites(client as Redis, firstAtOnce);
 }
 
-function coalesceNodeWrites(client: Redis): () => void {
+function coalesceNodeWrites(client: Redis, firstAtOnce: boolean): () => void {
   const original = Object.hasOwn(client, 'sendCommand')
     ? client.sendCommand
     : undefined;
@@ -58,23 +68,50 @@ function coalesceNodeWrites(client: Redis): () => void {
     corked = undefined;
     stream?.uncork();
   };
+  // firstAtOnce: commands sent in this turn and the last one, and the
+  // socket this turn's first command was written to at once.
+  let sent = 0;
+  let sentBefore = 0;
+  let sentFirst: Redis['stream'] | undefined;
+  const endTurn = () => {
+    sentBefore = sent;
+    sent = 0;
+    sentFirst = undefined;
+    uncork();
+  };
   client.sendCommand = (command, stream) => {
     // ioredis writes a command to the current socket when it is writable
     // and no other destination (a pipeline) is named; otherwise it queues
     // it, and there is nothing to cork.
     const socket = client.stream as Redis['stream'] | undefined;
-    if (stream === undefined && socket && socket !== corked) {
-      if (socket.writable && client.status === 'ready') {
+    if (!firstAtOnce) {
+      if (stream === undefined && socket && socket !== corked) {
+        if (socket.writable && client.status === 'ready') {
+          uncork();
+          corked = socket;
+          socket.cork();
+          process.nextTick(uncork);
+        }
+      }
+    } else if (
+      stream === undefined &&
+      socket?.writable &&
+      client.status === 'ready'
+    ) {
+      if (sent++ === 0) process.nextTick(endTurn);
+      // After a turn of one command, this turn's first is written now.
+      if (socket !== corked && (sentBefore > 1 || sentFirst !== undefined)) {
         uncork();
         corked = socket;
         socket.cork();
-        process.nextTick(uncork);
+      } else if (socket !== corked) {
+        sentFirst = socket;
       }
     }
     return send(command, stream);
   };
   return () => {
-    uncork();
+    endTurn();
     if (original) client.sendCommand = original;
     else delete (client as Partial<Redis>).sendCommand;
   };
