@@ -18,9 +18,10 @@ export interface NodeReplies<T> {
   /**
    * Resolves once every call settled, or at the timeout, with the nodes that
    * never answered (failed or still silent). Answers that come after the
-   * round resolved and before this reach `onLate` first.
+   * round resolved and before this reach `onLate` first. (Made when first
+   * asked for: most rounds never do.)
    */
-  readonly rest: Promise<readonly number[]>;
+  readonly rest: () => Promise<readonly number[]>;
 }
 
 /**
@@ -42,21 +43,38 @@ export function askEveryNode<T>(
 ): Promise<NodeReplies<T>> {
   return new Promise((resolve) => {
     const replies: NodeReply<T>[] = [];
-    const answered: boolean[] = Array.from({ length: count }, () => false);
+    const answered = new Array<boolean>(count).fill(false);
     let pending = count;
     let firstError: unknown;
     let done = false;
-    let endRest!: (silent: readonly number[]) => void;
-    const rest = new Promise<readonly number[]>((r) => (endRest = r));
+    let closed = false;
+    // `rest` is made only when asked for: most rounds never look at it.
+    let rest: Promise<readonly number[]> | undefined;
+    let endRest: ((silent: readonly number[]) => void) | undefined;
+    const silentNodes = (): number[] => {
+      const silent: number[] = [];
+      for (let node = 0; node < count; node++)
+        if (!answered[node]) silent.push(node);
+      return silent;
+    };
     const finish = (): void => {
       if (done) return;
       done = true;
-      resolve({ replies, silent: count - replies.length, firstError, rest });
+      resolve({
+        replies,
+        silent: count - replies.length,
+        firstError,
+        rest: () =>
+          (rest ??= closed
+            ? Promise.resolve(silentNodes())
+            : new Promise((r) => (endRest = r))),
+      });
     };
     const close = (): void => {
       clearTimeout(timer);
       finish();
-      endRest(answered.flatMap((yes, node) => (yes ? [] : [node])));
+      closed = true;
+      endRest?.(silentNodes());
     };
     const timer = setTimeout(() => {
       firstError ??= new Error(`no answer within ${timeoutMs} ms`);

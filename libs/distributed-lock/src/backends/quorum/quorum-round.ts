@@ -154,7 +154,7 @@ export async function runRound(
   for (const { node, value } of round.replies) {
     if (value[0] === 1) giveBack(node);
   }
-  const stragglers = round.rest.then((silent) => {
+  const stragglers = round.rest().then((silent) => {
     closed = true;
     for (const node of silent) if (sent.has(node)) giveBack(node);
   });
