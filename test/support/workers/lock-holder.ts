@@ -36,6 +36,7 @@ import { LockNotAcquiredError } from '../../../libs/distributed-lock/src/errors/
 import { fencedResourceClient } from '../fenced-resource-client.js';
 import { createLockService, sleep } from '../lock-fixtures.js';
 import type { LockHolderOptions } from '../lock-holder.js';
+import { stayWhileParentLives } from './child-life.js';
 
 const options = JSON.parse(process.argv[2] ?? '{}') as LockHolderOptions;
 const writer = options.name ?? `holder-${process.pid}`;
@@ -77,12 +78,7 @@ const stopRequested = new Promise<void>((resolve) =>
 process.on('SIGTERM', () => stop.abort());
 
 // The lock's own timers are unref'd: hold the process open until done.
-const keepAlive = setInterval(() => undefined, 1 << 30);
-// Exit when orphaned (the parent died without killing us).
-const parentPid = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parentPid) process.exit(3);
-}, 500).unref();
+const keepAlive = stayWhileParentLives();
 
 const { locks, client, close } = createLockService(options.url, {
   watchdogLeaseTime: options.watchdogLeaseTime,

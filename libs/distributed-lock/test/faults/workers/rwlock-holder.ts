@@ -12,6 +12,10 @@ import { Redis } from 'ioredis';
 import { fencedResourceClient } from '../../../../../test/support/fenced-resource-client.js';
 import { ReadWriteLockService } from '../../../src/rwlock/read-write-lock.service.js';
 import { RedisSemaphoreBackend } from '../../../src/semaphore/redis/redis-semaphore-backend.js';
+import {
+  emitEvent,
+  stayWhileParentLives,
+} from '../../../../../test/support/workers/child-life.js';
 
 interface Options {
   readonly url: string;
@@ -34,17 +38,10 @@ interface Options {
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as Options;
-const emit = (event: string, fields: Record<string, unknown> = {}) =>
-  process.stdout.write(
-    `${JSON.stringify({ event, ...fields, at: Date.now() })}\n`,
-  );
+const emit = emitEvent;
 Logger.overrideLogger(false);
 
-setInterval(() => undefined, 1 << 30);
-const parentPid = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parentPid) process.exit(3);
-}, 500).unref();
+stayWhileParentLives();
 
 const client = new Redis(options.url, { maxRetriesPerRequest: 1 });
 client.on('error', () => undefined);

@@ -11,6 +11,10 @@ import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { RedisSemaphoreBackend } from '../../../src/semaphore/redis/redis-semaphore-backend.js';
 import { SemaphoreService } from '../../../src/semaphore/semaphore.service.js';
+import {
+  emitEvent,
+  stayWhileParentLives,
+} from '../../../../../test/support/workers/child-life.js';
 
 interface Options {
   readonly url: string;
@@ -28,17 +32,10 @@ interface Options {
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as Options;
-const emit = (event: string, fields: Record<string, unknown> = {}) =>
-  process.stdout.write(
-    `${JSON.stringify({ event, ...fields, at: Date.now() })}\n`,
-  );
+const emit = emitEvent;
 Logger.overrideLogger(false);
 
-const keepAlive = setInterval(() => undefined, 1 << 30);
-const parentPid = process.ppid;
-setInterval(() => {
-  if (process.ppid !== parentPid) process.exit(3);
-}, 500).unref();
+const keepAlive = stayWhileParentLives();
 
 const client = new Redis(options.url, { maxRetriesPerRequest: 1 });
 client.on('error', () => undefined);
