@@ -43,7 +43,7 @@ export function askEveryNode<T>(
 ): Promise<NodeReplies<T>> {
   return new Promise((resolve) => {
     const replies: NodeReply<T>[] = [];
-    const answered = new Array<boolean>(count).fill(false);
+    const answered = Array.from({ length: count }, () => false);
     let pending = count;
     let firstError: unknown;
     let done = false;
