@@ -75,11 +75,14 @@ describe.skipIf(!postgres)(
         for (const refused of responses.filter((r) => r.status === 409))
           expect(refused.body).toMatchObject({ code: 'SOLD_OUT' });
         // Each instance's three purchases wait as one turn of the lock. The
-        // first turn sold the unit and found the coupon sold out for the
-        // others of its batch; it told the other instance's waiting turn to
-        // stop, so six purchases took one turn.
-        expect(await acquisitions(first, 'aborted')).toBe(1);
-        expect(await acquisitions(first, 'acquired')).toBe(1);
+        // first turn sold the unit and told the other instance's waiting turn
+        // to stop: that turn is aborted, or, when the lock was handed to it
+        // before the message arrived, it finds the coupon sold out at once.
+        // Either way six purchases took at most two turns, one per instance.
+        const aborted = await acquisitions(first, 'aborted');
+        const acquired = await acquisitions(first, 'acquired');
+        expect(acquired).toBeGreaterThanOrEqual(1);
+        expect(aborted + acquired).toBeLessThanOrEqual(2);
         await checkInvariants(sale.db, 0, couponId);
       } finally {
         await Promise.all(instances.map((app) => app.close()));
