@@ -31,12 +31,15 @@ export interface Attempt {
   readonly fence: boolean;
   /** The name metrics and traces report it under, when they are on. */
   readonly name?: string;
+  /** Metrics or traces report this acquisition and its holds. */
+  readonly observed: boolean;
 }
 
 /**
  * The call, checked: its keys in canonical order, its lease policy, its
  * owner token (bound to the live session at once when there is one, the
- * common case) and its deadline.
+ * common case) and its deadline. `name`, given only when telemetry observes
+ * the call, is what it reports the call under.
  *
  * @throws the errors `LockService.acquire` documents for bad input
  */
@@ -67,6 +70,7 @@ export function newAttempt(
     signal: options.signal,
     fence: checkedFlag('fence', options.fence),
     name: checkedName(options.name) ?? name,
+    observed: name !== undefined,
   };
 }
 

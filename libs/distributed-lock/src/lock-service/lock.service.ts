@@ -79,7 +79,7 @@ export class LockService {
     options: LockOptions = {},
   ): Promise<LockHandle> {
     const { telemetry } = this;
-    if (!telemetry) return this.attempt(keyOrKeys, options);
+    if (!telemetry?.active) return this.attempt(keyOrKeys, options);
     const name =
       typeof options.name === 'string' ? options.name : lockNameOf(keyOrKeys);
     return telemetry.acquisition(
@@ -364,7 +364,7 @@ export class LockService {
     return this.attempt(
       attempt.names,
       { waitTime, signal: attempt.signal, fence: attempt.fence },
-      attempt.name,
+      attempt.observed ? attempt.name : undefined,
     );
   }
 
@@ -389,7 +389,7 @@ export class LockService {
       onLost: this.reportLost,
     });
     this.active.add(held);
-    this.telemetry?.held(held, attempt.name ?? name);
+    if (attempt.observed) this.telemetry?.held(held, attempt.name ?? name);
     return held;
   }
 

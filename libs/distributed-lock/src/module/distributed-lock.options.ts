@@ -165,9 +165,9 @@ export interface DistributedLockModuleOptions {
   /**
    * OpenTelemetry spans (`lock.acquire`, `lock.hold`) through
    * `@opentelemetry/api` 1.x. `'auto'` makes them when that package is
-   * installed (they go wherever the application's SDK sends its spans, and
-   * cost one no-op object each without an SDK); `true` requires it; `false`
-   * makes none. Default `'auto'`.
+   * installed (they go wherever the application's SDK sends its spans; until
+   * an SDK registers a tracer provider, none are made and nothing is kept for
+   * them); `true` requires it; `false` makes none. Default `'auto'`.
    */
   readonly tracing?: boolean | 'auto' | LockTracingOptions;
   /** Status codes for lock failures answered by the interceptor. */

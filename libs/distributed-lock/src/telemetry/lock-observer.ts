@@ -92,6 +92,13 @@ export interface LockObserver {
    * context), handed back in that hold's {@link HoldRecord}.
    */
   callerContext?(): unknown;
+  /**
+   * Whether it wants to hear of an acquisition starting now (traces: only
+   * once a tracer provider is registered). Asked once per acquisition; one
+   * that starts unheard is never reported, nor are its holds. Without it,
+   * always.
+   */
+  isActive?(): boolean;
 }
 
 /** Every one of `observers`, as one; undefined when there is none. */
@@ -101,7 +108,9 @@ export function combineObservers(
   const present = observers.filter((o): o is LockObserver => o !== undefined);
   if (present.length <= 1) return present[0];
   const each =
-    <K extends Exclude<keyof LockObserver, 'callerContext'>>(method: K) =>
+    <K extends Exclude<keyof LockObserver, 'callerContext' | 'isActive'>>(
+      method: K,
+    ) =>
     (...args: Parameters<LockObserver[K]>): void => {
       for (const observer of present)
         (observer[method] as (...a: Parameters<LockObserver[K]>) => void)(
@@ -118,6 +127,9 @@ export function combineObservers(
     renewal: each('renewal'),
     backendError: each('backendError'),
     callerContext: present.find((o) => o.callerContext)?.callerContext,
+    isActive: present.every((o) => o.isActive)
+      ? () => present.some((o) => o.isActive?.())
+      : undefined,
   };
 }
 

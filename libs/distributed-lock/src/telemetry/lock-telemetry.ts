@@ -21,6 +21,11 @@ export class LockTelemetry {
 
   constructor(private readonly observer: LockObserver) {}
 
+  /** Whether an acquisition starting now is to be reported. */
+  get active(): boolean {
+    return this.observer.isActive?.() ?? true;
+  }
+
   /** Reports the acquisition `started` is, under `name`. */
   acquisition(
     name: string,

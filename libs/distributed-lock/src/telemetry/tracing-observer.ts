@@ -13,8 +13,8 @@ const ignore = (): void => undefined;
  * acquisition (from the call to the grant or refusal) and `lock.hold` for
  * every held key (from the grant to the release), each a child of the span
  * active where the lock was asked for. Spans are made when their end is
- * known, with their real start time: without a registered SDK they cost one
- * no-op object each.
+ * known, with their real start time, and only while an SDK has a tracer
+ * provider registered.
  */
 export function tracingObserver(
   otel: typeof OpenTelemetry,
@@ -23,9 +23,23 @@ export function tracingObserver(
   const tracer = otel.trace.getTracer(
     options.tracerName ?? 'nest-distributed-lock',
   );
+  // Until an SDK registers a provider, the API's global proxy delegates to
+  // one whose spans record nothing: the lock then makes no spans and keeps
+  // no bookkeeping for them. A provider the proxy does not know (another
+  // copy of the API) counts as registered.
+  const unregistered = new otel.ProxyTracerProvider().getDelegate();
+  const registered = (): boolean => {
+    const provider = otel.trace.getTracerProvider();
+    return (
+      !(provider instanceof otel.ProxyTracerProvider) ||
+      provider.getDelegate() !== unregistered
+    );
+  };
   return {
+    isActive: registered,
     acquireStarted: ignore,
     acquireEnded(record: AcquireRecord) {
+      if (!registered()) return;
       const span = tracer.startSpan('lock.acquire', {
         startTime: record.startedAt,
         kind: otel.SpanKind.INTERNAL,
@@ -45,6 +59,7 @@ export function tracingObserver(
     },
     holdStarted: ignore,
     holdEnded(record: HoldRecord) {
+      if (!registered()) return;
       const parent =
         (record.callerContext as OpenTelemetry.Context | undefined) ??
         otel.context.active();
