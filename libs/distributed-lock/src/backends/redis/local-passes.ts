@@ -174,10 +174,20 @@ export class LocalPasses {
           return true;
         },
       )
-      .catch((error: unknown) => {
-        this.passFailed(key, hold, next, error);
-        throw error;
-      });
+      .then(
+        // The releaser hears back one tick later. Its caller's next steps
+        // (often asking for the lock again) would otherwise run first, on
+        // the critical path: the new holder's first command leaves only when
+        // the microtasks are done (see write-coalescing).
+        (passed) =>
+          new Promise<boolean>((resolve) => {
+            process.nextTick(resolve, passed);
+          }),
+        (error: unknown) => {
+          this.passFailed(key, hold, next, error);
+          throw error;
+        },
+      );
   }
 
   /** The lock was lost before it could be passed: `next` and the others here queue in Redis. */
