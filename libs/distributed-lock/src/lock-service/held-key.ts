@@ -85,8 +85,12 @@ export class HeldKey implements SessionBound {
   private deadlineTimer?: NodeJS.Timeout;
   /** Commands that set the lease (renewals, extend) not answered yet. */
   private leaseCommands = 0;
-  /** The last of them: the next one is sent after it. */
-  private lastLeaseCommand: Promise<unknown> = Promise.resolve();
+  /**
+   * The last of them: the next one is sent after it. None until the first:
+   * most holds set no lease after their grant, and a promise made for each
+   * one costs every hold.
+   */
+  private lastLeaseCommand?: Promise<unknown>;
   private stopped = false;
   private renewalsStopped = false;
   /** Set by {@link leaveToExpire}: its outcome, which {@link release} answers too. */
@@ -273,7 +277,7 @@ export class HeldKey implements SessionBound {
     };
     this.leaseCommands += 1;
     this.armDeadline();
-    const result = this.lastLeaseCommand.then(send, send);
+    const result = this.afterLeaseCommands(send);
     this.lastLeaseCommand = result.catch(() => undefined);
     return result.then(
       (owned) => {
@@ -325,11 +329,18 @@ export class HeldKey implements SessionBound {
       if (left <= 0) return this.backend.release(this.storeKey, this.token);
       return this.backend.extend(this.storeKey, this.token, left);
     };
-    this.leaving = this.lastLeaseCommand.then(send, send).then((owned) => {
+    this.leaving = this.afterLeaseCommands(send).then((owned) => {
       if (!owned) this.markLost('taken-over');
       return owned;
     });
     return this.leaving;
+  }
+
+  /** Runs `send` once every lease command sent before has settled. */
+  private afterLeaseCommands<T>(send: () => Promise<T>): Promise<T> {
+    return this.lastLeaseCommand
+      ? this.lastLeaseCommand.then(send, send)
+      : Promise.resolve().then(send);
   }
 
   private free(): Promise<boolean> {
