@@ -74,6 +74,17 @@ function turnGroup(id: string, withRaw: boolean, shift: number): string[] {
 }
 
 /**
+ * The worker process that runs `each` in the group of contender `id`. The
+ * raw baseline has one per contender: a process shared by every group would
+ * run in every turn of the scenario, each contender's only in its own, and
+ * on this VM a process's recent history (how long it slept, where it last
+ * ran) changes its round trips more than the code does.
+ */
+function workerName(each: string, id: string): string {
+  return each === 'raw' ? `raw beside ${id}` : each;
+}
+
+/**
  * A (one loop) and B (`loops` concurrent loops), each loop on its own keys,
  * no contention. Every repetition runs each contender once together with the
  * raw baseline: each in a worker process of its own, both instances open at
@@ -105,8 +116,8 @@ export async function runUncontended(
       group: turnGroup(id, withRaw, rep + index),
     }));
   // Started all at once: they load while the first groups run.
-  for (const { group } of groups(0))
-    for (const each of group) workers.for(each);
+  for (const { id, group } of groups(0))
+    for (const each of group) workers.for(workerName(each, id));
   for (let rep = 0; rep < reps; rep++) {
     for (const { id, group } of groups(rep)) {
       ctx.progress.step(
@@ -119,6 +130,7 @@ export async function runUncontended(
             each,
             { type: 'open', contenderId: each, urls: [ctx.server.url] },
             ctx.config.jitWarmupMs,
+            workerName(each, id),
           ),
         ),
         {
