@@ -1,5 +1,5 @@
 import type { LockBackend } from '../backends/lock-backend.js';
-import { validateLockKey } from '../key-template/key-template.js';
+import { validateLockKey } from '../key-template/lock-key-rules.js';
 import type { LockObserver } from '../telemetry/lock-observer.js';
 
 /** Per-call options of `LockService.acquire` and friends. */

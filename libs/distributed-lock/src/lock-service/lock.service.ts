@@ -7,7 +7,7 @@ import {
   LockLostError,
   LockNotAcquiredError,
 } from '../errors/lock-errors.js';
-import { validateLockKey } from '../key-template/key-template.js';
+import { validateLockKey } from '../key-template/lock-key-rules.js';
 import { monotonicNow } from '../lease/lease-clock.js';
 import { ProcessSession } from '../session/process-session.js';
 import { lockNameOf } from '../telemetry/lock-observer.js';

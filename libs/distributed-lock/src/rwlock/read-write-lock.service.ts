@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { LockLostError } from '../errors/lock-errors.js';
-import { validateLockKey } from '../key-template/key-template.js';
+import { validateLockKey } from '../key-template/lock-key-rules.js';
 import { monotonicNow } from '../lease/lease-clock.js';
 import type { LockBackend } from '../backends/lock-backend.js';
 import { HeldKey } from '../lock-service/held-key.js';

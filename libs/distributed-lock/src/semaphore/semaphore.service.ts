@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { LockBackend } from '../backends/lock-backend.js';
 import { LockBackendError } from '../errors/lock-errors.js';
-import { validateLockKey } from '../key-template/key-template.js';
+import { validateLockKey } from '../key-template/lock-key-rules.js';
 import { monotonicNow } from '../lease/lease-clock.js';
 import { HeldKey } from '../lock-service/held-key.js';
 import { checkedMs } from '../lock-service/lock-settings.js';
