@@ -13,7 +13,7 @@ import { fencedResourceClient } from '../../../../../test/support/fenced-resourc
 import { ReadWriteLockService } from '../../../src/rwlock/read-write-lock.service.js';
 import { RedisSemaphoreBackend } from '../../../src/semaphore/redis/redis-semaphore-backend.js';
 import {
-  emitEvent,
+  emitEvent as emit,
   stayWhileParentLives,
 } from '../../../../../test/support/workers/child-life.js';
 
@@ -38,7 +38,6 @@ interface Options {
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as Options;
-const emit = emitEvent;
 Logger.overrideLogger(false);
 
 stayWhileParentLives();

@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { RedisSemaphoreBackend } from '../../../src/semaphore/redis/redis-semaphore-backend.js';
 import { SemaphoreService } from '../../../src/semaphore/semaphore.service.js';
 import {
-  emitEvent,
+  emitEvent as emit,
   stayWhileParentLives,
 } from '../../../../../test/support/workers/child-life.js';
 
@@ -32,7 +32,6 @@ interface Options {
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as Options;
-const emit = emitEvent;
 Logger.overrideLogger(false);
 
 const keepAlive = stayWhileParentLives();
