@@ -1,4 +1,4 @@
-import { Injectable, Module, type ModuleMetadata } from '@nestjs/common';
+import { Injectable, Module } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
@@ -15,25 +15,15 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
-import { otherConnections, timed, within } from './module-helpers.js';
+import {
+  otherConnections,
+  timed,
+  useAppContexts,
+  within,
+} from './module-helpers.js';
 
 let server: RedisServerHandle;
 let observer: Redis;
-const running = new Set<TestingModule>();
-
-/** Compiles and initialises an application context; closed after each test. */
-async function start(metadata: ModuleMetadata): Promise<TestingModule> {
-  const app = await Test.createTestingModule(metadata).compile();
-  running.add(app);
-  await app.init();
-  return app;
-}
-
-async function stop(app: TestingModule): Promise<void> {
-  running.delete(app);
-  await app.close();
-}
-
 const connectionCount = async (redis: Redis = observer) =>
   (await otherConnections(redis)).length;
 
@@ -43,10 +33,12 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await Promise.all([...running].map((app) => app.close().catch(() => {})));
-  running.clear();
   await observer.flushall();
 });
+
+// Registered after the flush: hooks run last-registered first, so the apps a
+// test left open are closed before Redis is flushed.
+const { start, stop } = useAppContexts();
 
 afterAll(async () => {
   observer.disconnect();
@@ -335,86 +327,6 @@ describe('connection ownership and shutdown', () => {
   });
 });
 
-/** Acquires and releases through a module on `options`, checking the key with `check`. */
-async function roundTrip(
-  options: DistributedLockModuleOptions,
-  check: Redis,
-): Promise<void> {
-  try {
-    const app = await start({
-      imports: [DistributedLockModule.forRoot(options)],
-    });
-    const locks = app.get(LockService);
-    const handle = await locks.acquire('secure:1');
-    expect(await check.exists('lock:{secure:1}')).toBe(1);
-    expect(await handle.release()).toBe(true);
-    expect(await check.exists('lock:{secure:1}')).toBe(0);
-    await within(stop(app), 5_000, 'app.close()');
-  } finally {
-    check.disconnect();
-  }
-}
-
-describe('authenticated and TLS connections', () => {
-  let passwordServer: RedisServerHandle;
-  let aclServer: RedisServerHandle;
-  let tlsServer: RedisServerHandle;
-
-  beforeAll(async () => {
-    [passwordServer, aclServer, tlsServer] = await Promise.all([
-      startRedisServer({ password: 's3cret' }),
-      startRedisServer({ aclUser: { name: 'locker', password: 'l0cker' } }),
-      startRedisServer({ tls: true }),
-    ]);
-  });
-
-  afterAll(async () => {
-    await Promise.all(
-      [passwordServer, aclServer, tlsServer].map((handle) => handle?.stop()),
-    );
-  });
-
-  it('connects with the default user password in the URL', async () => {
-    expect(passwordServer.url).toMatch(/^redis:\/\/:s3cret@127\.0\.0\.1:/);
-    await roundTrip(
-      { redis: passwordServer.url },
-      new Redis(passwordServer.url),
-    );
-  });
-
-  it('connects as an ACL user', async () => {
-    expect(aclServer.url).toMatch(/^redis:\/\/locker:l0cker@127\.0\.0\.1:/);
-    await roundTrip({ redis: aclServer.url }, new Redis(aclServer.url));
-  });
-
-  it('connects over TLS with the CA given in the options', async () => {
-    expect(tlsServer.url).toMatch(/^rediss:\/\/127\.0\.0\.1:/);
-    const tls = { ca: tlsServer.tlsCa };
-    await roundTrip(
-      { redis: { url: tlsServer.url, tls } },
-      new Redis(tlsServer.url, { tls }),
-    );
-  });
-
-  it('fails acquire with LockBackendError, in bounded time, on a wrong password', async () => {
-    const app = await start({
-      imports: [
-        DistributedLockModule.forRoot({
-          redis: `redis://:wrong@127.0.0.1:${passwordServer.port}`,
-          commandTimeout: 500,
-        }),
-      ],
-    });
-    const locks = app.get(LockService);
-
-    const outcome = await timed(locks.acquire('secure:2'));
-    expect(outcome.error).toBeInstanceOf(LockBackendError);
-    expect(outcome.elapsedMs).toBeLessThan(500 + 1_500);
-    const closing = await timed(within(stop(app), 5_000, 'app.close()'));
-    expect(closing.error).toBeUndefined();
-  });
-});
-
 describe('option validation', () => {
   it.each([
     ['negative waitTime', { waitTime: -1 }, /waitTime/],
@@ -489,45 +401,5 @@ describe('option validation', () => {
       ],
     }).compile();
     await expect(compiling).rejects.toThrow(RangeError);
-  });
-});
-
-describe('commandTimeout', () => {
-  it('bounds a call when the server stops answering', async () => {
-    const paused = await startRedisServer();
-    try {
-      const app = await start({
-        imports: [
-          DistributedLockModule.forRoot({
-            redis: paused.url,
-            commandTimeout: 300,
-          }),
-        ],
-      });
-      const locks = app.get(LockService);
-      await (await locks.acquire('paused:1')).release();
-
-      const pid = paused.pid();
-      if (pid === undefined) throw new Error('redis-server is not running');
-      process.kill(pid, 'SIGSTOP');
-      try {
-        const acquiring = await timed(locks.acquire('paused:2'));
-        expect(acquiring.error).toBeInstanceOf(LockBackendError);
-        expect(acquiring.elapsedMs).toBeGreaterThanOrEqual(250);
-        expect(acquiring.elapsedMs).toBeLessThan(300 + 1_500);
-
-        const checking = await timed(locks.isLocked('paused:1'));
-        expect(checking.error).toBeInstanceOf(LockBackendError);
-        expect(checking.elapsedMs).toBeLessThan(300 + 1_500);
-
-        // Shutting down while Redis hangs must not hang the app.
-        const closing = await timed(within(stop(app), 3_000, 'app.close()'));
-        expect(closing.error).toBeUndefined();
-      } finally {
-        process.kill(pid, 'SIGCONT');
-      }
-    } finally {
-      await paused.stop();
-    }
   });
 });

@@ -1,4 +1,33 @@
+import type { ModuleMetadata } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
+
+/**
+ * Starts application contexts for the tests of one file, and closes after
+ * each test whatever a test left open (a failed one included).
+ */
+export function useAppContexts(): {
+  start(metadata: ModuleMetadata): Promise<TestingModule>;
+  stop(app: TestingModule): Promise<void>;
+} {
+  const running = new Set<TestingModule>();
+  afterEach(async () => {
+    await Promise.all([...running].map((app) => app.close().catch(() => {})));
+    running.clear();
+  });
+  return {
+    async start(metadata) {
+      const app = await Test.createTestingModule(metadata).compile();
+      running.add(app);
+      await app.init();
+      return app;
+    },
+    async stop(app) {
+      running.delete(app);
+      await app.close();
+    },
+  };
+}
 
 /** Resolves after `ms`, or rejects with a clear message when `promise` takes longer. */
 export async function within<T>(
