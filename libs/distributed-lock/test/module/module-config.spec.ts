@@ -1,13 +1,11 @@
 import { Injectable, Module } from '@nestjs/common';
-import { Test, type TestingModule } from '@nestjs/testing';
+import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
   DistributedLockModule,
-  LockBackendError,
   LockNotAcquiredError,
   LockService,
   MemoryLockBackend,
-  type DistributedLockModuleOptions,
 } from '@app/distributed-lock';
 import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
 import { runTs } from '../../../../test/support/processes.js';
@@ -15,12 +13,7 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
-import {
-  otherConnections,
-  timed,
-  useAppContexts,
-  within,
-} from './module-helpers.js';
+import { otherConnections, useAppContexts, within } from './module-helpers.js';
 
 let server: RedisServerHandle;
 let observer: Redis;
