@@ -105,6 +105,26 @@ describe('fence: true on one Redis', () => {
     expect(await second.release()).toBe(true);
   });
 
+  it('leaves a free lock to the waiter queued for it, when its holder expired while they waited', async () => {
+    const s = fixture.open();
+    // A waiter of another process, queued while the last holder's lease ran
+    // out: its entry is "<deadline ms>|<grant lease ms>|<token>|<wake list>".
+    const [seconds] = await fixture.redis.time();
+    const entry = `${Number(seconds) * 1000 + 60_000}|5000|queued-token|other:wake`;
+    await fixture.redis.rpush('lock:{expired}:queue', entry);
+    const before = await counterOf('expired');
+
+    expect(await s.locks.tryAcquire('expired', { fence: true })).toBeNull();
+
+    expect(await fixture.redis.get('lock:{expired}')).toBe('queued-token');
+    expect(await fixture.redis.llen('lock:{expired}:queue')).toBe(0);
+    // Woken with its token, issued with the grant.
+    const [message] = await fixture.redis.lrange('other:wake', 0, -1);
+    expect(message).toMatch(/^queued-token\|\d+\|lock:\{expired\}$/);
+    expect(Number(message.split('|')[1])).toBeGreaterThan(before);
+    await fixture.redis.del('lock:{expired}', 'other:wake');
+  });
+
   it('gives back a lock whose fenced acquisition was answered after it timed out', async () => {
     const s = fixture.open({ commandTimeoutMs: 200 });
     await (await s.locks.acquire('late-warm-up', { fence: true })).release();

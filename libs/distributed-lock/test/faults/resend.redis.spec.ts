@@ -65,6 +65,31 @@ describe('an acquisition whose answer was lost', () => {
     await next.release();
   });
 
+  it('an acquisition with fence: true gets the lock its first run took, with a token above the one that run issued', async () => {
+    const s = throughProxy();
+    const cut = fixture.proxy.cutAfterRequest(
+      scriptCall(s.client, 'lockAcquireFenced', 'lock:{fenced-grant}'),
+    );
+    const started = Date.now();
+    const handle = await s.locks.acquire('fenced-grant', {
+      waitTime: 10_000,
+      fence: true,
+    });
+    await cut;
+    // Not a wait for itself: the hand-off lease (3 s) would show.
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(await fixture.redis.get('lock:{fenced-grant}')).toBe(handle.token);
+    // The lost answer's token was issued (the counter holds the last one):
+    // the holder's is a later one, never the same twice.
+    expect(handle.fencingToken).toBe(
+      Number(await fixture.redis.get('lock:{fenced-grant}:fence')),
+    );
+    await handle.release();
+    const next = await direct().locks.acquire('fenced-grant', { fence: true });
+    expect(next.fencingToken).toBeGreaterThan(handle.fencingToken ?? Infinity);
+    await next.release();
+  });
+
   it('a queueing script run twice leaves the waiter queued once', async () => {
     const rival = direct();
     const blocker = await rival.locks.acquire('queued');

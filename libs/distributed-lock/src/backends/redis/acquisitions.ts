@@ -148,10 +148,10 @@ export class Acquisitions {
   }
 
   /**
-   * {@link take} for a caller that wants its fencing token: acquire.lua with
-   * no wait, which takes a free lock and issues its token in the same step,
-   * still one round trip. A busy key goes on to the queueing script, as
-   * after a busy `SET`.
+   * {@link take} for a caller that wants its fencing token: acquire-fenced.lua
+   * takes a free lock and issues its token in the same step, still one round
+   * trip. Its 0 (busy, queued for, or ours already after a re-send) goes on
+   * to the queueing script, as a busy `SET` does.
    */
   private takeFenced(
     request: AcquireRequest,
@@ -160,16 +160,17 @@ export class Acquisitions {
     const { key, token, leaseMs } = request;
     const { releases } = this.c;
     return this.c.calls.call(
-      this.c.commands.acquire(key, token, leaseMs, 0),
+      this.c.commands.acquireFenced(key, token, leaseMs),
       'acquire',
-      (late) => releases.undoAcquire(key, token, parseAcquireReply(late)),
+      (late) => {
+        if (Number(late) > 0) releases.giveBack(key, token, Number(late));
+      },
       (reply): LockGrant | LockBusy | Promise<LockGrant | LockBusy> => {
-        // Busy answers an array (see parseAcquireReply), taken a bare token.
-        if (Array.isArray(reply)) {
+        const fencingToken = Number(reply);
+        if (fencingToken === 0) {
           this.c.contended.remember(key);
           return this.acquireContended(request, started);
         }
-        const fencingToken = Number(reply);
         if (this.c.closed) {
           releases.giveBack(key, token, fencingToken);
           return { acquired: false };

@@ -48,6 +48,20 @@ export class LockCommands {
   }
 
   /**
+   * acquire-fenced.lua: take a free lock nobody queues for, with its fencing
+   * token; 0 for anything else, which acquire.lua settles.
+   */
+  acquireFenced(key: string, token: string, leaseMs: number): Promise<unknown> {
+    return this.scripts.lockAcquireFenced(
+      key,
+      fenceKey(key),
+      queueKey(key),
+      token,
+      Math.ceil(leaseMs),
+    );
+  }
+
+  /**
    * release.lua: free the lock and serve its queue; with `fencingToken`, only
    * while that grant is the current one. `successor` (token and hand-off
    * lease) takes the lock in the same step when nobody is queued.
