@@ -1,5 +1,5 @@
 import type { HeldKey } from './held-key.js';
-import { lockScope } from './lock-scope.js';
+import { lockScope, openScope } from './lock-scope.js';
 
 /**
  * A held lock on one or more keys. Release it exactly once, in a `finally`
@@ -15,6 +15,8 @@ export class LockHandle {
   readonly reentrant: boolean;
 
   private releasing?: Promise<boolean>;
+  /** Closes the scope {@link run} opened; called when the release starts. */
+  private closeScope?: () => void;
 
   /** @internal Created by LockService. */
   constructor(
@@ -109,6 +111,7 @@ export class LockHandle {
    * again returns the first result.
    */
   release(): Promise<boolean> {
+    this.closeScope?.();
     this.releasing ??= this.onRelease(this.held);
     return this.releasing;
   }
@@ -136,6 +139,7 @@ export class LockHandle {
     }
     if (this.releasing) return this.releasing;
     if (ms === 0) return this.release();
+    this.closeScope?.();
     const own = this.held.filter((h) => h.holds <= 1);
     const shared = this.held.filter((h) => h.holds > 1);
     const outcomes = own.map((h) => h.leaveToExpire(ms));
@@ -164,6 +168,8 @@ export class LockHandle {
     const outer = lockScope.getStore()?.held;
     const held = new Map(outer);
     for (const h of this.held) held.set(h.scopeKey, h);
+    // A released lock opens no scope: nothing would close it.
+    if (!this.closeScope && !this.releasing) this.closeScope = openScope();
     return lockScope.run({ held, handle: this }, fn);
   }
 }
