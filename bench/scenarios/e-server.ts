@@ -10,13 +10,15 @@ const run = promisify(execFile);
 /**
  * Our scripts told apart in SLOWLOG by their keys: the uncontended release
  * names the lock and its queue, fence the lock and its counter, the acquire
- * script (a fenced acquisition) 3 keys and the release that serves a queue 4.
+ * scripts 3 keys (the fenced acquisition's with 2 arguments, the queueing
+ * one's with 5) and the release that serves a queue 4.
  */
 function ourScript(argv: readonly string[]): string {
   const secondKey = argv[4] ?? '';
   if (argv[2] === '2')
     return secondKey.endsWith(':fence') ? 'fence' : 'release';
-  if (argv[2] === '3') return 'acquire';
+  // acquire-fenced.lua takes 2 arguments after its 3 keys, acquire.lua 5.
+  if (argv[2] === '3') return argv.length === 8 ? 'fenced acquire' : 'acquire';
   return 'queue-serving release';
 }
 
@@ -173,7 +175,7 @@ async function measureServerTime(
       await raw.set(key, token, 'PX', ctx.config.ttlMs, 'NX');
       await raw.benchCompareAndDelete(key, token);
       // Every other hold takes its fencing token with the grant
-      // (acquire.lua in place of the bare SET), as `fence: true` does.
+      // (acquire-fenced.lua in place of the bare SET), as `fence: true` does.
       const handle = await locks.acquire(key, { fence: i % 2 === 0 });
       await handle.release();
     }
@@ -216,6 +218,7 @@ async function measureServerTime(
       'raw: EVALSHA compare-and-delete',
       'ours: SET NX PX',
       'ours: acquire script',
+      'ours: fenced acquire script',
       'ours: release script',
       'ours: queue-serving release script',
       'ours: fence script',

@@ -151,7 +151,7 @@ export function uncontendedSections(r: BenchResults): string[] {
   const serverTime = r.E?.serverTime;
   if ((r.A || r.B) && serverTime) {
     out.push(
-      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients.${nodeSide(r)} The row "ours: LockService, fence: true" also takes a fencing token in every hold: the acquisition is then a script (acquire.lua, E) instead of a bare \`SET\`, in the same round trip; the raw lock cannot offer a token at all.`,
+      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients.${nodeSide(r)} The row "ours: LockService, fence: true" also takes a fencing token in every hold: the acquisition is then a script (acquire-fenced.lua, E: "fenced acquire script") instead of a bare \`SET\`, in the same round trip; the raw lock cannot offer a token at all.`,
       '',
     );
   }
