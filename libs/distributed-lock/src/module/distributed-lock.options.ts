@@ -143,9 +143,10 @@ export interface DistributedLockModuleOptions {
   readonly localHandoffWindow?: number;
   /**
    * Send the commands issued in one turn of the event loop in one socket
-   * write, on the connections the module opens (a client passed in is left
-   * as it is). With many concurrent lock calls this saves most of the CPU
-   * that a write per command costs Node and Redis; a lone command is sent as
+   * write per 12 commands, on the connections the module opens (a client
+   * passed in is left as it is). With many concurrent lock calls this saves
+   * most of the CPU that a write per command costs Node and Redis, and Redis
+   * starts on a batch while Node builds the next; a lone command is sent as
    * early as before. On the quorum's node connections (`nodes`) a turn's
    * first command is written at once, unless the turn before carried
    * several: a lock round gives each node one command, which waiting for the
