@@ -34,12 +34,8 @@ import { Cluster, Redis } from 'ioredis';
 import { eventually } from './lock-fixtures.js';
 import { isProcessGone } from './process-state.js';
 import { runTs } from './processes.js';
-import {
-  hashTagForSlot,
-  keySlot,
-  startRedisCluster,
-  type RedisCluster,
-} from './redis-cluster.js';
+import { startRedisCluster, type RedisCluster } from './redis-cluster.js';
+import { hashTagForSlot, keySlot } from './redis-cluster-slots.js';
 
 type ScriptedCluster = Cluster & {
   publishWake(key: string, channel: string, message: string): Promise<number>;

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { getFreePort } from '../../../test/support/ports.js';
-import { keySlot } from '../../../test/support/redis-cluster.js';
+import { keySlot } from '../../../test/support/redis-cluster-slots.js';
 import {
   ConfigError,
   loadConfig,
