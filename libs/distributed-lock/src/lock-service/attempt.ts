@@ -5,7 +5,7 @@ import {
 } from '../errors/lock-errors.js';
 import type { ProcessSession } from '../session/process-session.js';
 import { sessionToken } from '../session/session-token.js';
-import type { LeasePolicy } from './held-key.js';
+import type { LeasePolicy } from './held-key-init.js';
 import {
   canonicalKeys,
   checkedFlag,
