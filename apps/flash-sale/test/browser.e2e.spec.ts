@@ -134,8 +134,10 @@ describe.skipIf(!hasChromium)('the web page', () => {
     expect(script.headers['content-type']).toBe(
       'text/javascript; charset=utf-8',
     );
-    const style = await shop.app.http.get('/assets/app.css').expect(200);
-    expect(style.headers['content-type']).toBe('text/css; charset=utf-8');
+    for (const sheet of ['app.css', 'shop.css', 'dashboard.css']) {
+      const style = await shop.app.http.get(`/assets/${sheet}`).expect(200);
+      expect(style.headers['content-type']).toBe('text/css; charset=utf-8');
+    }
     const missing = await shop.app.http.get('/assets/secret.txt').expect(404);
     expect(missing.body).toMatchObject({ ok: false, code: 'NOT_FOUND' });
     await shop.app.http.get('/assets/..%2Fpage.controller.ts').expect(404);

@@ -58,6 +58,20 @@ describe.skipIf(!postgres)('the dashboard API', () => {
     });
   });
 
+  it('serves every stylesheet and script the page links, with its type', async () => {
+    const page = await shop.app.http.get('/').expect(200);
+    const linked = [...page.text.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)];
+    expect(linked.length).toBeGreaterThanOrEqual(6);
+    for (const [, path] of linked) {
+      const asset = await shop.app.http.get(path).expect(200);
+      expect(asset.headers['content-type']).toBe(
+        path.endsWith('.css')
+          ? 'text/css; charset=utf-8'
+          : 'text/javascript; charset=utf-8',
+      );
+    }
+  });
+
   it('counts purchases by outcome: the feed and /metrics agree', async () => {
     const couponId = await createCoupon(shop.app.http, { stock: 1 });
     const scrape = async () =>

@@ -39,6 +39,7 @@ const ASSETS = new Map<string, Asset>([
   ['dashboard.js', readAsset('dashboard.js', 'text/javascript; charset=utf-8')],
   ['dashboard.css', readAsset('dashboard.css', 'text/css; charset=utf-8')],
   ['app.css', readAsset('app.css', 'text/css; charset=utf-8')],
+  ['shop.css', readAsset('shop.css', 'text/css; charset=utf-8')],
   [
     'uplot.js',
     readChartAsset('uPlot.iife.min.js', 'text/javascript; charset=utf-8'),
