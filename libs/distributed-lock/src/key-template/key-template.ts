@@ -1,13 +1,15 @@
-import { LockKeyError, LockTemplateError } from '../errors/lock-errors.js';
+import { LockTemplateError } from '../errors/lock-errors.js';
+import {
+  functionKeyBuilder,
+  templateKeyBuilder,
+  type KeyBuilder,
+} from './key-builders.js';
+import { isPlaceholder, parseTemplate } from './key-template-parser.js';
 import {
   byteLength,
   DEFAULT_MAX_KEY_LENGTH,
   describeValue,
-  encodeKeyPart,
-  findForbiddenCharacter,
-  findKeyProblem,
   isValidMaxKeyLength,
-  quoteKey,
 } from './lock-key-rules.js';
 
 /**
@@ -48,23 +50,6 @@ export interface CompiledLockKeys {
    */
   resolve(args: readonly unknown[]): string[];
 }
-
-/** Builds the keys of one source from a call's arguments. */
-type KeyBuilder = (args: readonly unknown[]) => string[];
-
-interface Placeholder {
-  /** As written in the template, e.g. `<0.user.id>`. */
-  readonly label: string;
-  readonly argumentIndex: number;
-  readonly path: readonly string[];
-}
-
-type TemplatePart = string | Placeholder;
-
-type KeyValue = string | number | bigint;
-
-const ARGUMENT_INDEX = /^\d+$/;
-const PATH_SEGMENT = /^(?:[A-Za-z_$][A-Za-z0-9_$]*|\d+)$/;
 
 /**
  * Parses lock key sources once, at decoration time, so that a malformed
@@ -166,227 +151,6 @@ export function compileLockKeys(
       return [...keys];
     },
   });
-}
-
-function parseTemplate(
-  template: string,
-  fail: (problem: string) => LockTemplateError,
-): TemplatePart[] {
-  if (template === '') throw fail('the template is empty');
-  const forbidden = findForbiddenCharacter(template);
-  if (forbidden !== undefined) throw fail(forbidden);
-
-  const parts: TemplatePart[] = [];
-  let cursor = 0;
-  while (cursor < template.length) {
-    const open = template.indexOf('<', cursor);
-    const literal = template.slice(cursor, open === -1 ? undefined : open);
-    const stray = literal.indexOf('>');
-    if (stray !== -1) throw fail(`stray ">" at position ${cursor + stray}`);
-    if (literal !== '') parts.push(literal);
-    if (open === -1) break;
-
-    const close = template.indexOf('>', open + 1);
-    const nextOpen = template.indexOf('<', open + 1);
-    if (close === -1 || (nextOpen !== -1 && nextOpen < close)) {
-      throw fail(`unclosed placeholder at position ${open}`);
-    }
-    parts.push(parsePlaceholder(template.slice(open + 1, close), open, fail));
-    cursor = close + 1;
-    if (
-      cursor < template.length &&
-      (template[cursor] === '<' || !isAlwaysEncoded(template[cursor]))
-    ) {
-      // Values never contain an encoded character, so one right after a
-      // placeholder marks unambiguously where the value ends. With "-" there,
-      // 'a-b','c' and 'a','b-c' would build the same key for "<0>-<1>".
-      throw fail(
-        `the placeholder at position ${open} must end the template or be followed by a separator ` +
-          `such as ":" that values can never contain (found ${JSON.stringify(template[cursor])})`,
-      );
-    }
-  }
-  return parts;
-}
-
-/** True for a character that {@link encodeKeyPart} always percent-encodes. */
-function isAlwaysEncoded(char: string): boolean {
-  return encodeURIComponent(char) !== char;
-}
-
-function parsePlaceholder(
-  body: string,
-  position: number,
-  fail: (problem: string) => LockTemplateError,
-): Placeholder {
-  const label = `<${body}>`;
-  if (body === '') throw fail(`empty placeholder at position ${position}`);
-  const [indexText, ...path] = body.split('.');
-  const argumentIndex = Number(indexText);
-  if (!ARGUMENT_INDEX.test(indexText) || !Number.isSafeInteger(argumentIndex)) {
-    throw fail(
-      `argument index ${JSON.stringify(indexText)} in ${label} at position ${position} is not a non-negative integer`,
-    );
-  }
-  for (const segment of path) {
-    if (!PATH_SEGMENT.test(segment)) {
-      throw fail(
-        segment === ''
-          ? `empty path segment in ${label} at position ${position}`
-          : `invalid path segment ${JSON.stringify(segment)} in ${label} at position ${position}`,
-      );
-    }
-  }
-  return { label, argumentIndex, path };
-}
-
-function templateKeyBuilder(
-  template: string,
-  parts: readonly TemplatePart[],
-  where: string,
-  maxKeyLength: number,
-): KeyBuilder {
-  const fail = (problem: string, placeholder?: Placeholder, cause?: unknown) =>
-    new LockKeyError(
-      `Cannot build lock key from template ${JSON.stringify(template)}${where}: ${problem}`,
-      template,
-      placeholder?.label,
-      cause === undefined ? undefined : { cause },
-    );
-
-  const encodePlaceholder = (
-    placeholder: Placeholder,
-    args: readonly unknown[],
-  ): string => {
-    const value = readPlaceholder(placeholder, args, fail);
-    try {
-      return encodeKeyPart(value);
-    } catch (error) {
-      throw fail(
-        `placeholder ${placeholder.label} resolved to a string with an unpaired surrogate`,
-        placeholder,
-        error,
-      );
-    }
-  };
-
-  return (args) => {
-    const key = parts
-      .map((part) =>
-        isPlaceholder(part) ? encodePlaceholder(part, args) : part,
-      )
-      .join('');
-    const bytes = byteLength(key);
-    if (bytes > maxKeyLength) {
-      throw fail(
-        `the key is ${bytes} bytes long in UTF-8; the maximum is ${maxKeyLength}`,
-      );
-    }
-    return [key];
-  };
-}
-
-function readPlaceholder(
-  placeholder: Placeholder,
-  args: readonly unknown[],
-  fail: (
-    problem: string,
-    placeholder: Placeholder,
-    cause?: unknown,
-  ) => LockKeyError,
-): KeyValue {
-  const { label, argumentIndex, path } = placeholder;
-  const missingArgument =
-    argumentIndex >= args.length
-      ? ` (the method received ${args.length} argument${args.length === 1 ? '' : 's'})`
-      : '';
-
-  let value: unknown = args[argumentIndex];
-  for (const [depth, segment] of path.entries()) {
-    if (value === null || value === undefined) {
-      const reached = `<${[argumentIndex, ...path.slice(0, depth)].join('.')}>`;
-      throw fail(
-        `placeholder ${label} cannot read ${JSON.stringify(segment)} because ${reached} is ${value}${missingArgument}`,
-        placeholder,
-      );
-    }
-    try {
-      value = (value as Record<string, unknown>)[segment];
-    } catch (error) {
-      // A throwing getter or proxy trap must surface as a key error, not crash the call.
-      throw fail(
-        `placeholder ${label} threw while reading ${JSON.stringify(segment)}`,
-        placeholder,
-        error,
-      );
-    }
-  }
-
-  if (!isKeyValue(value)) {
-    throw fail(
-      `placeholder ${label} resolved to ${describeValue(value)}${missingArgument}; expected a non-empty string, a finite number or a bigint`,
-      placeholder,
-    );
-  }
-  return value;
-}
-
-function functionKeyBuilder(
-  keyFunction: (...args: any[]) => unknown,
-  description: string,
-  where: string,
-  maxKeyLength: number,
-): KeyBuilder {
-  const fail = (problem: string, cause?: unknown) =>
-    new LockKeyError(
-      `Cannot build lock key from ${description}${where}: ${problem}`,
-      description,
-      undefined,
-      cause === undefined ? undefined : { cause },
-    );
-
-  return (args) => {
-    let result: unknown;
-    try {
-      result = keyFunction(...args);
-    } catch (error) {
-      throw fail('the key function threw (see cause)', error);
-    }
-    if (typeof result === 'string') result = [result];
-    if (!Array.isArray(result)) {
-      throw fail(
-        `the key function returned ${describeValue(result)}; expected a string or an array of strings`,
-      );
-    }
-    if (result.length === 0) throw fail('the key function returned no key');
-
-    return result.map((key: unknown, index: number) => {
-      if (typeof key !== 'string') {
-        throw fail(
-          `the key function returned ${describeValue(key)} at index ${index}; expected a string`,
-        );
-      }
-      const problem = findKeyProblem(key, maxKeyLength);
-      if (problem !== undefined) {
-        throw fail(
-          `the key function returned an invalid key ${quoteKey(key)}: ${problem}`,
-        );
-      }
-      return key;
-    });
-  };
-}
-
-function isPlaceholder(part: TemplatePart): part is Placeholder {
-  return typeof part !== 'string';
-}
-
-function isKeyValue(value: unknown): value is KeyValue {
-  return (
-    (typeof value === 'string' && value !== '') ||
-    (typeof value === 'number' && Number.isFinite(value)) ||
-    typeof value === 'bigint'
-  );
 }
 
 function describeOrigin({ className, methodName }: KeyTemplateOrigin): string {
