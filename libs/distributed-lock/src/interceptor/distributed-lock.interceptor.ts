@@ -19,11 +19,11 @@ import {
   LockUnsupportedError,
 } from '../errors/lock-errors.js';
 import { DISTRIBUTED_LOCK_OPTIONS } from '../module/distributed-lock.module-definition.js';
+import type { DistributedLockModuleOptions } from '../module/distributed-lock.options.js';
 import {
   resolveLockOptions,
-  type DistributedLockModuleOptions,
   type ResolvedLockOptions,
-} from '../module/distributed-lock.options.js';
+} from '../module/resolve-lock-options.js';
 
 /** JSON body of a lock failure answered over HTTP. */
 export interface LockErrorBody {

@@ -31,12 +31,12 @@ import {
   ConfigurableModuleClass,
   DISTRIBUTED_LOCK_OPTIONS,
 } from './distributed-lock.module-definition.js';
+import type { DistributedLockModuleOptions } from './distributed-lock.options.js';
 import {
   lockOptionDefaults,
   resolveLockOptions,
-  type DistributedLockModuleOptions,
   type ResolvedLockOptions,
-} from './distributed-lock.options.js';
+} from './resolve-lock-options.js';
 
 /**
  * Distributed locks on Redis for a Nest application.

@@ -3,11 +3,11 @@ import type {
   OnApplicationShutdown,
 } from '@nestjs/common';
 import type { LockService } from '../lock-service/lock.service.js';
+import type { DistributedLockModuleOptions } from '../module/distributed-lock.options.js';
 import {
   lockOptionDefaults,
   resolveLockOptions,
-  type DistributedLockModuleOptions,
-} from '../module/distributed-lock.options.js';
+} from '../module/resolve-lock-options.js';
 import { createSemaphoreBackend } from '../semaphore/semaphore-wiring.js';
 import {
   setReadWriteLockService,

@@ -9,11 +9,11 @@ import {
   type LockPrimitive,
 } from '../errors/lock-errors.js';
 import type { LockService } from '../lock-service/lock.service.js';
+import type { DistributedLockModuleOptions } from '../module/distributed-lock.options.js';
 import {
   lockOptionDefaults,
   resolveLockOptions,
-  type DistributedLockModuleOptions,
-} from '../module/distributed-lock.options.js';
+} from '../module/resolve-lock-options.js';
 import { MemorySemaphoreBackend } from './memory/memory-semaphore-backend.js';
 import { RedisSemaphoreBackend } from './redis/redis-semaphore-backend.js';
 import type { SemaphoreBackend } from './semaphore-backend.js';

@@ -8,7 +8,7 @@
 import { Redis } from 'ioredis';
 
 import { LockNotAcquiredError } from '../../src/errors/lock-errors.js';
-import { lockOptionDefaults } from '../../src/module/distributed-lock.options.js';
+import { lockOptionDefaults } from '../../src/module/resolve-lock-options.js';
 import type { LockHandle } from '../../src/lock-service/lock-handle.js';
 import { sessionOf } from '../../src/session/session-token.js';
 import {

@@ -7,7 +7,7 @@
  * lock lost before it can act on it. A fenced resource is the referee: the
  * holder, resumed, writes with its old token, and the write is rejected.
  */
-import { lockOptionDefaults } from '../../src/module/distributed-lock.options.js';
+import { lockOptionDefaults } from '../../src/module/resolve-lock-options.js';
 import { sessionOf } from '../../src/session/session-token.js';
 import { FencedResource } from '../../../../test/support/fenced-resource.js';
 import { eventually } from '../../../../test/support/lock-fixtures.js';

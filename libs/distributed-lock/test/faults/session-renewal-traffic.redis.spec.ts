@@ -4,7 +4,7 @@
  * 10,000 locks with the default session TTL on a Redis of its own; Redis's
  * own command statistics over a quiet window are the measure.
  */
-import { lockOptionDefaults } from '../../src/module/distributed-lock.options.js';
+import { lockOptionDefaults } from '../../src/module/resolve-lock-options.js';
 import type { LockHandle } from '../../src/lock-service/lock-handle.js';
 import { sessionOf } from '../../src/session/session-token.js';
 import { recordLost } from '../../../../test/support/lock-clients.js';
