@@ -24,8 +24,14 @@ export interface ModuleServerFixture {
   stop(app: TestingModule): Promise<void>;
 }
 
-/** Registers the hooks of the set-up in the calling spec file and returns its parts. */
-export function useModuleServer(): ModuleServerFixture {
+/**
+ * Registers the hooks of the set-up in the calling spec file and returns its
+ * parts. `clear` empties the server after each test (default: FLUSHALL).
+ */
+export function useModuleServer(
+  clear: (observer: Redis) => Promise<unknown> = (observer) =>
+    observer.flushall(),
+): ModuleServerFixture {
   let server: RedisServerHandle;
   let observer: Redis;
   const connectionCount = async (redis: Redis = observer) =>
@@ -37,7 +43,7 @@ export function useModuleServer(): ModuleServerFixture {
   });
 
   afterEach(async () => {
-    await observer.flushall();
+    await clear(observer);
   });
 
   // Registered after the flush: hooks run last-registered first, so the apps a

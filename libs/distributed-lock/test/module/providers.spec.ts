@@ -4,7 +4,6 @@
  */
 import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
-import { Redis } from 'ioredis';
 import {
   clearAllButSessions,
   keysButSessions,
@@ -19,30 +18,12 @@ import {
   type LockHandle,
 } from '@app/distributed-lock';
 import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../../test/support/redis-server.js';
+import { useModuleServer } from './module-server-fixture.js';
 
-let server: RedisServerHandle;
-let observer: Redis;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  observer = new Redis(server.url);
-});
-
-afterEach(async () => {
-  await clearAllButSessions(observer);
-});
-
-afterAll(async () => {
-  observer.disconnect();
-  await server.stop();
-});
+const fixture = useModuleServer(clearAllButSessions);
 
 const stored = async (key: string) =>
-  (await observer.exists(`lock:{${key}}`)) === 1;
+  (await fixture.observer.exists(`lock:{${key}}`)) === 1;
 
 // ---------------------------------------------------------------------------
 // Plain providers
@@ -134,7 +115,7 @@ describe('@DistributedLock on providers', () => {
 
   beforeAll(async () => {
     app = await Test.createTestingModule({
-      imports: [DistributedLockModule.forRoot({ redis: server.url })],
+      imports: [DistributedLockModule.forRoot({ redis: fixture.server.url })],
       providers: [Inventory, Checkout, Orders, Feed],
     }).compile();
     await app.init();
@@ -200,7 +181,7 @@ describe('@DistributedLock on providers', () => {
         app.get(Checkout).buy(undefined as unknown as string),
       ).rejects.toBeInstanceOf(LockKeyError);
       expect(inventory.locks).toHaveLength(callsBefore);
-      expect(await keysButSessions(observer)).toEqual([]);
+      expect(await keysButSessions(fixture.observer)).toEqual([]);
     });
 
     it('releases the lock and passes the error on when the method throws', async () => {

@@ -17,7 +17,6 @@ import {
   type MicroserviceOptions,
 } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { Redis } from 'ioredis';
 import { firstValueFrom, lastValueFrom, type Observable } from 'rxjs';
 import {
   clearAllButSessions,
@@ -31,31 +30,13 @@ import {
 } from '@app/distributed-lock';
 import { eventually, sleep } from '../../../../test/support/lock-fixtures.js';
 import { getFreePort } from '../../../../test/support/ports.js';
-import {
-  startRedisServer,
-  type RedisServerHandle,
-} from '../../../../test/support/redis-server.js';
+import { useModuleServer } from './module-server-fixture.js';
 import { gate } from './module-helpers.js';
 
-let server: RedisServerHandle;
-let observer: Redis;
-
-beforeAll(async () => {
-  server = await startRedisServer();
-  observer = new Redis(server.url);
-});
-
-afterEach(async () => {
-  await clearAllButSessions(observer);
-});
-
-afterAll(async () => {
-  observer.disconnect();
-  await server.stop();
-});
+const fixture = useModuleServer(clearAllButSessions);
 
 const stored = async (key: string) =>
-  (await observer.exists(`lock:{${key}}`)) === 1;
+  (await fixture.observer.exists(`lock:{${key}}`)) === 1;
 
 interface BuyRequest {
   readonly couponId?: number;
@@ -121,7 +102,7 @@ async function startRpcApp(
     options: { host: '127.0.0.1', port },
   } as const;
   const moduleRef = await Test.createTestingModule({
-    imports: [DistributedLockModule.forRoot({ redis: server.url })],
+    imports: [DistributedLockModule.forRoot({ redis: fixture.server.url })],
     controllers: [CouponController],
   }).compile();
   let app: INestMicroservice | INestApplication;
@@ -218,7 +199,7 @@ describe.each<RpcSetup>(['createNestMicroservice', 'connectMicroservice'])(
         statusCode: 400,
         code: 'LOCK_KEY_INVALID',
       });
-      expect(await keysButSessions(observer)).toEqual([]);
+      expect(await keysButSessions(fixture.observer)).toEqual([]);
     });
 
     it('holds the lock while an @EventPattern handler runs, one at a time per key', async () => {
