@@ -230,8 +230,8 @@ function createQuorumBackend(
       typeof node === 'string'
         ? new Redis(node, connection)
         : new Redis({ ...connection, ...node });
-    // A round gives each node's connection one command: it leaves at once.
-    if (resolved.coalesceWrites) coalesceWrites(client, { firstAtOnce: true });
+    // A round gives each node's idle connection one command: it leaves at once.
+    if (resolved.coalesceWrites) coalesceWrites(client);
     let lastError = '';
     client.on('error', (error: Error) => {
       const { host, port } = client.options;

@@ -104,7 +104,8 @@ describe('coalesceWrites()', () => {
       ),
     );
     expect(replies).toEqual(Array.from({ length: 64 }, () => 'OK'));
-    expect(writes.count).toBe(Math.ceil(64 / batchSize));
+    // The first found the connection idle and went alone.
+    expect(writes.count).toBe(1 + Math.ceil(63 / batchSize));
     expect(
       await client.mget(Array.from({ length: 64 }, (_, i) => `coalesced:${i}`)),
     ).toEqual(Array.from({ length: 64 }, (_, i) => String(i)));
@@ -112,21 +113,41 @@ describe('coalesceWrites()', () => {
     client.disconnect();
   });
 
+  it('writes a command on an idle connection at once, and the rest of its turn at its end', async () => {
+    const client = await connected();
+    coalesceWrites(client);
+    const writes = countSocketWrites(client);
+    const alone = client.set('idle:0', 'a');
+    // Nothing was in flight: Redis need not wait for the turn to end.
+    expect(writes.count).toBe(1);
+    await alone;
+    const burst = Array.from({ length: 8 }, (_, i) =>
+      client.set(`idle:${i}`, String(i)),
+    );
+    expect(writes.count).toBe(2);
+    await Promise.all(burst);
+    // The first went alone, the other 7 together at the turn's end.
+    expect(writes.count).toBe(3);
+    client.disconnect();
+  });
+
   it('writes a full batch at once and holds the rest of the turn for its end', async () => {
     const client = await connected();
     coalesceWrites(client);
     const writes = countSocketWrites(client);
+    // In flight, so that the batch below is corked from its first command.
+    const pending = client.set('batch:pending', 'x');
     const batch = Array.from({ length: batchSize }, (_, i) =>
       client.set(`batch:${i}`, String(i)),
     );
     // Written before the turn ends, so Redis can start on it.
-    expect(writes.count).toBe(1);
-    const rest = client.set('batch:rest', 'x');
-    expect(writes.count).toBe(1);
-    expect(await Promise.all([...batch, rest])).toEqual(
-      Array.from({ length: batchSize + 1 }, () => 'OK'),
-    );
     expect(writes.count).toBe(2);
+    const rest = client.set('batch:rest', 'x');
+    expect(writes.count).toBe(2);
+    expect(await Promise.all([pending, ...batch, rest])).toEqual(
+      Array.from({ length: batchSize + 2 }, () => 'OK'),
+    );
+    expect(writes.count).toBe(3);
     client.disconnect();
   });
 
@@ -155,52 +176,22 @@ describe('coalesceWrites()', () => {
     client.disconnect();
   });
 
-  it('with firstAtOnce, writes the first command of a turn at once and the rest at its end', async () => {
-    const client = await connected();
-    coalesceWrites(client, { firstAtOnce: true });
-    const writes = countSocketWrites(client);
-    const alone = client.set('first:0', 'a');
-    // Written before the turn ends: plain coalescing would still hold it.
-    expect(writes.count).toBe(1);
-    await alone;
-    const burst = Array.from({ length: 64 }, (_, i) =>
-      client.set(`first:${i}`, String(i)),
-    );
-    expect(writes.count).toBe(2);
-    await Promise.all(burst);
-    // The first went alone, the other 63 together at the turn's end.
-    expect(writes.count).toBe(3);
-    // After a turn of several, the next turn's commands are coalesced from
-    // the first on.
-    await Promise.all(
-      Array.from({ length: 64 }, (_, i) => client.get(`first:${i}`)),
-    );
-    expect(writes.count).toBe(4);
+  it('answers commands sent before the connection was ready, and after it was cut', async () => {
+    const client = new Redis(server.url, { lazyConnect: true });
+    coalesceWrites(client);
+    // Queued by ioredis until it has connected.
+    expect(
+      await Promise.all([client.set('queued:1', 'x'), client.incr('queued:n')]),
+    ).toEqual(['OK', 1]);
+    const id = await client.client('ID');
+    await observer.client('KILL', 'ID', String(id));
+    await new Promise((resolve) => client.once('ready', resolve));
+    expect(
+      await Promise.all([client.get('queued:1'), client.incr('queued:n')]),
+    ).toEqual(['x', 2]);
+    await client.del('queued:1', 'queued:n');
     client.disconnect();
   });
-
-  it.each([false, true])(
-    'answers commands sent before the connection was ready, and after it was cut (firstAtOnce: %s)',
-    async (firstAtOnce) => {
-      const client = new Redis(server.url, { lazyConnect: true });
-      coalesceWrites(client, { firstAtOnce });
-      // Queued by ioredis until it has connected.
-      expect(
-        await Promise.all([
-          client.set('queued:1', 'x'),
-          client.incr('queued:n'),
-        ]),
-      ).toEqual(['OK', 1]);
-      const id = await client.client('ID');
-      await observer.client('KILL', 'ID', String(id));
-      await new Promise((resolve) => client.once('ready', resolve));
-      expect(
-        await Promise.all([client.get('queued:1'), client.incr('queued:n')]),
-      ).toEqual(['x', 2]);
-      await client.del('queued:1', 'queued:n');
-      client.disconnect();
-    },
-  );
 });
 
 describe('the module', () => {
@@ -214,7 +205,7 @@ describe('the module', () => {
     await app.close();
   });
 
-  it('writes the first command of a turn at once on the quorum nodes it opens', async () => {
+  it('writes the command of a lock round at once on the idle quorum nodes it opens', async () => {
     const nodes = await Promise.all([1, 2, 3].map(() => startRedisServer()));
     const app = await Test.createTestingModule({
       imports: [
@@ -226,9 +217,7 @@ describe('the module', () => {
       const { backend } = app.get(LockService).healthSources;
       const clients = (backend as unknown as { options: { nodes: Redis[] } })
         .options.nodes;
-      // Ready, and the last turn of each carried one command.
-      for (let turn = 0; turn < 2; turn++)
-        await Promise.all(clients.map((c) => c.ping()));
+      await Promise.all(clients.map((c) => c.ping()));
       const writes = clients.map(countSocketWrites);
       const pings = clients.map((c) => c.ping());
       // A lock round's command leaves each node's connection at once.
