@@ -154,7 +154,7 @@ async function main(): Promise<void> {
     A: plannedUncontended(ctx, uncontendedCount),
     // B also counts each contender's promises per cycle, one short step each.
     B: plannedUncontended(ctx, uncontendedCount) + uncontendedCount,
-    C: plannedContention(ctx, cli.pick(contentionIds).length),
+    C: plannedContention(ctx, cli.pick(contentionIds)),
     D: plannedQuorum(ctx, cli.pick(quorumIds).length),
     E: plannedServerCeiling,
     F: plannedFlashSale(ctx),

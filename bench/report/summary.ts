@@ -49,7 +49,7 @@ export function consoleSummary(r: BenchResults): string {
   ];
   for (const variant of r.C?.variants ?? []) {
     out.push(
-      `C  ${variant.label} (${r.C!.reps} repetition(s)):`,
+      `C  ${variant.label} (${r.C!.targetedReps ?? r.C!.reps} repetition(s) of ours and the yardstick, ${r.C!.reps} of the rest):`,
       contentionTable(variant),
       '',
     );

@@ -59,6 +59,8 @@ export interface ContentionVariantResult extends ContentionVariant {
 export interface ContentionResult {
   readonly contenders: number;
   readonly reps: number;
+  /** Repetitions of ours and the yardstick (absent in runs from before: `reps`). */
+  readonly targetedReps?: number;
   readonly windowMs: number;
   /** Each library ran in worker processes of its own (absent in runs from before). */
   readonly ownProcesses?: boolean;
@@ -85,8 +87,24 @@ export function contentionVariants(ctx: BenchContext): ContentionVariant[] {
   return variants;
 }
 
-export function plannedContention(ctx: BenchContext, count: number): number {
-  return ctx.config.contention.reps * contentionVariants(ctx).length * count;
+/** The raw FIFO lock with direct hand-off that C's targets compare with. */
+const yardstick = 'raw-fifo';
+
+/** Ours, whose rows the targets judge, and the yardstick they are judged against. */
+function targeted(id: string): boolean {
+  return id === yardstick || contender(id).kind === 'ours';
+}
+
+export function plannedContention(
+  ctx: BenchContext,
+  ids: readonly string[],
+): number {
+  const { reps, targetedReps } = ctx.config.contention;
+  const extra = Math.max(0, targetedReps - reps);
+  return (
+    contentionVariants(ctx).length *
+    (reps * ids.length + extra * ids.filter(targeted).length)
+  );
 }
 
 /**
@@ -138,8 +156,9 @@ export async function runContentionScenario(
   ctx: BenchContext,
   ids: readonly string[] = contentionIds,
 ): Promise<ContentionResult> {
-  const { reps, windowMs, contenders, processes, drainMs } =
+  const { reps, targetedReps, windowMs, contenders, processes, drainMs } =
     ctx.config.contention;
+  const allReps = Math.max(reps, targetedReps);
   const variants = contentionVariants(ctx);
   // Every contender has worker processes of its own (see bench-worker.ts),
   // all started before the first window; the one-process variants run in
@@ -161,11 +180,12 @@ export async function runContentionScenario(
         await ctx.admin.flushall();
       }
     }
-    for (let rep = 0; rep < reps; rep++) {
+    for (let rep = 0; rep < allReps; rep++) {
+      const repIds = rep < reps ? ids : ids.filter(targeted);
       for (const [v, variant] of variants.entries()) {
-        for (const id of rotation(ids, rep)) {
+        for (const id of rotation(repIds, rep)) {
           ctx.progress.step(
-            `C: ${variant.label}: ${id} (rep ${rep + 1}/${reps})`,
+            `C: ${variant.label}: ${id} (rep ${rep + 1}/${targeted(id) ? allReps : reps})`,
           );
           if (windows.failed(v, id)) continue;
           const key = `bench:C:${v}:${id}:${rep}`;
@@ -218,6 +238,7 @@ export async function runContentionScenario(
   return {
     contenders,
     reps,
+    targetedReps: allReps,
     windowMs,
     ownProcesses: true,
     processesPerContender: true,
@@ -228,7 +249,7 @@ export async function runContentionScenario(
         const m = (pick: (f: ContentionFigures) => number) =>
           median(w.map(pick));
         const toRaw = perRepetitionRatios(rate(v, id), rate(v, 'raw'));
-        const toFifo = perRepetitionRatios(rate(v, id), rate(v, 'raw-fifo'));
+        const toFifo = perRepetitionRatios(rate(v, id), rate(v, yardstick));
         return {
           id,
           label: contender(id).label,
@@ -236,7 +257,7 @@ export async function runContentionScenario(
           error: windows.error(v, id),
           acquisitionsPerSec: m((f) => f.acquisitionsPerSec),
           ratio: median(toRaw),
-          ratioToFifo: ids.includes('raw-fifo')
+          ratioToFifo: ids.includes(yardstick)
             ? medianInterval(toFifo)
             : undefined,
           handoffP50: m((f) => f.handoffP50),
