@@ -146,12 +146,11 @@ export interface DistributedLockModuleOptions {
    * write per 12 commands, on the connections the module opens (a client
    * passed in is left as it is). With many concurrent lock calls this saves
    * most of the CPU that a write per command costs Node and Redis, and Redis
-   * starts on a batch while Node builds the next; a lone command is sent as
-   * early as before. On the quorum's node connections (`nodes`) a turn's
-   * first command is written at once, unless the turn before carried
-   * several: a lock round gives each node one command, which waiting for the
-   * turn's end would only hold back. `false` writes each command on its own,
-   * as ioredis does. Default true.
+   * starts on a batch while Node builds the next. A command on an idle
+   * connection (no earlier command awaits its reply) is written at once, as
+   * before: only commands issued while others are in flight wait for the
+   * turn's end. `false` writes each command on its own, as ioredis does.
+   * Default true.
    */
   readonly coalesceWrites?: boolean;
   /**
