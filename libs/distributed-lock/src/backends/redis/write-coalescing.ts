@@ -25,8 +25,9 @@ export const batchSize = 12;
  * still coming, no pipeline object is built, and a command alone on an idle
  * connection leaves as it would without coalescing. The cork is not free
  * (a buffered write, a `writev` and a tick, about 3 µs a command on the
- * benchmark's machine), and a sequential caller gains nothing from it: bench
- * A's cycle came 6 µs closer to the raw client's with the idle rule.
+ * benchmark's machine), and a sequential caller gains nothing from it: its
+ * cycle came 6 µs closer to the raw client's with the idle rule
+ * (bench/probes/sequential-cycles.ts).
  *
  * At most {@link batchSize} commands wait in the cork: a turn that issues
  * more writes each full batch at once and corks again for the next. Redis
