@@ -97,6 +97,23 @@ describe('local hand-offs (lock cohorting)', () => {
     expectNothingLeft(here.backend);
   });
 
+  it('leaves the queue alone when the waiter it passes the lock to never queued in Redis', async () => {
+    const here = open();
+    const { holder, waiting } = await heldWithLocalWaiters(here, 'no-entry', 1);
+    await fixture.redis.config('RESETSTAT');
+    await holder.release();
+    const next = await waiting[0];
+    // Passed in memory (still stored under the first token), and no LREM:
+    // that scans the whole queue, remote waiters' entries included.
+    expect(await fixture.redis.get('lock:{no-entry}')).toBe(holder.token);
+    const stats = await fixture.redis.info('commandstats');
+    // The pass-on script ran (its PEXPIRE set the new holder's lease).
+    expect(stats).toMatch(/cmdstat_pexpire:calls=[1-9]/);
+    expect(stats).not.toMatch(/cmdstat_lrem:/);
+    expect(await next.release()).toBe(true);
+    await expectOnlyFenceLeft('no-entry');
+  });
+
   it('sets the lease the new holder asked for when it passes the lock in memory', async () => {
     const here = open();
     const { holder, waiting } = await heldWithLocalWaiters(

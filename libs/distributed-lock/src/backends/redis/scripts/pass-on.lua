@@ -17,7 +17,10 @@
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-redis.call('lrem', KEYS[2], 1, ARGV[2])
+-- A waiter that never queued in Redis (entry '') has nothing to take out.
+if ARGV[2] ~= '' then
+  redis.call('lrem', KEYS[2], 1, ARGV[2])
+end
 if redis.call('exists', KEYS[2]) == 0 then
   redis.call('del', KEYS[3])
 end
