@@ -68,6 +68,32 @@ describe('fencing tokens', () => {
     await afterFailover.release();
   });
 
+  it('count on from a counter ahead of the server clock, and keep it for a day', async () => {
+    const locks = service();
+    const counter = 'lock:{fence-ahead}:fence';
+    const [seconds, micros] = await redis.time();
+    // An hour ahead: tokens issued while the server clock read later.
+    const ahead = (Number(seconds) + 3_600) * 1e6 + Number(micros);
+    await redis.set(counter, String(ahead));
+    const tokens: number[] = [];
+    for (const fence of [false, true]) {
+      const handle = await locks.acquire('fence-ahead', { fence });
+      tokens.push(await handle.fence());
+      await handle.release();
+    }
+    expect(tokens).toEqual([ahead + 1, ahead + 2]);
+    expect(await redis.get(counter)).toBe(String(ahead + 2));
+    expect(await redis.pttl(counter)).toBeGreaterThan(86_000_000);
+    // Behind the clock again: the token is the clock, written as digits.
+    await redis.set(counter, '7');
+    const next = await locks.acquire('fence-ahead', { fence: true });
+    const nextFence = await next.fence();
+    await next.release();
+    expect(nextFence).toBeGreaterThan(ahead - 3_600e6);
+    expect(await redis.get(counter)).toBe(String(nextFence));
+    expect(await redis.pttl(counter)).toBeGreaterThan(86_000_000);
+  });
+
   it('keep rising when the counter vanishes or is found unseeded', async () => {
     const locks = service();
     const counter = 'lock:{fence-gone}:fence';

@@ -10,8 +10,9 @@
 -- on Cluster the wake list is "#<process id>", and the message is published
 -- on the lock's shard channel as "#<process id>|<token>|<fence>|<lock key>".
 --
--- Needs Redis >= 5, where scripts replicate their effects, so reading the
--- clock (TIME) may come after writes. Builds on next-fence, spliced in before.
+-- Needs Redis >= 6.2: scripts replicate their effects (>= 5), so reading the
+-- clock (TIME) may come after writes, and next-fence's SET ... GET (>= 6.2).
+-- Builds on next-fence, spliced in before.
 
 local function now_ms()
   return math.floor(clock_us() / 1000)

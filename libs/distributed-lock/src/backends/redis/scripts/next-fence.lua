@@ -2,12 +2,14 @@
 -- before anything that issues a token. Small on purpose: acquire.lua's fast
 -- path pays for defining these functions on every uncontended acquisition.
 
--- The server clock, read at most once per run and only when needed.
-local clock_us_cached
+-- The server clock in microseconds, read at most once per run and only when
+-- needed; also as its digits (Lua would print the number as 1.7e+15).
+local clock_us_cached, clock_us_text
 local function clock_us()
   if not clock_us_cached then
     local clock = redis.call('time')
-    clock_us_cached = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+    clock_us_text = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
+    clock_us_cached = tonumber(clock_us_text)
   end
   return clock_us_cached
 end
@@ -33,8 +35,18 @@ end
 -- The counter is kept as long as the lock is used, and a day after.
 -- Tokens stay below 2^53, exact in a Lua and a JavaScript number, until the
 -- year 2255; returned in a reply they arrive as exact integers.
+-- The clock is nearly always ahead of the counter, so the counter is set to
+-- it first, in the same call that reads the last token (SET ... GET, Redis
+-- >= 6.2), and set once more only when the last token was not behind it. No
+-- one sees the counter between the two: the script is atomic. One call
+-- instead of a GET and a SET, and no number formatted as text: a tenth less
+-- server time for a fenced acquisition (bench/probes/script-cost.ts).
 local function next_fence(fence_key)
-  local fence = math.max((tonumber(redis.call('get', fence_key)) or 0) + 1, clock_us())
-  redis.call('set', fence_key, fence_text(fence), 'px', 86400000)
-  return fence
+  local now = clock_us()
+  local last = tonumber(redis.call('set', fence_key, clock_us_text, 'px', 86400000, 'get')) or 0
+  if last < now then
+    return now
+  end
+  redis.call('set', fence_key, fence_text(last + 1), 'px', 86400000)
+  return last + 1
 end
