@@ -1,7 +1,7 @@
 import type { BenchResults } from '../results.js';
 import { throughputInterval } from '../stats.js';
 import { bounds, int, ratio, table } from './format.js';
-import { contentionTable } from './sections/c-contention.js';
+import { contentionTable, repetitionsOfRows } from './sections/c-contention.js';
 import { quorumTable } from './sections/d-quorum.js';
 import { soakSummary } from './sections/g-soak.js';
 import { deploymentsTable } from './sections/h-deployments.js';
@@ -49,7 +49,7 @@ export function consoleSummary(r: BenchResults): string {
   ];
   for (const variant of r.C?.variants ?? []) {
     out.push(
-      `C  ${variant.label} (${r.C!.targetedReps ?? r.C!.reps} repetition(s) of ours and the yardstick, ${r.C!.reps} of the rest):`,
+      `C  ${variant.label} (${repetitionsOfRows(r.C!)}):`,
       contentionTable(variant),
       '',
     );

@@ -4,20 +4,13 @@ import { repoRoot } from '../cli.js';
 import { contenders } from '../contenders/index.js';
 import { formatSeconds } from '../progress.js';
 import type { BenchResults } from '../results.js';
+import { repetitionsOfRows } from './sections/c-contention.js';
 import { jsonName, renderMarkdown } from './markdown.js';
 import { consoleSummary } from './summary.js';
 import { renderContentionSvg } from './svg.js';
 
 const chartName = 'lock-benchmark-contention.svg';
 const reportName = 'lock-benchmark.md';
-
-/** How many windows each C row's medians are of, as the chart's subtitle says it. */
-function windowsPerRow(c: NonNullable<BenchResults['C']>): string {
-  const targeted = c.targetedReps ?? c.reps;
-  return targeted > c.reps
-    ? `${targeted} windows (ours, the yardstick) or ${c.reps} (the rest)`
-    : `${c.reps} window(s)`;
-}
 
 /** Writes the JSON, the chart and the Markdown report to `out`, and prints the ratios and targets. */
 export async function writeReport(
@@ -34,7 +27,7 @@ export async function writeReport(
       renderContentionSvg(
         bundle.C,
         kinds,
-        `${bundle.mode} run, ${bundle.startedAt.slice(0, 16).replace('T', ' ')} UTC, medians of ${windowsPerRow(bundle.C)} of ${bundle.C.windowMs} ms; ${bundle.machine.cores} cores, Redis ${bundle.machine.redis.split(' ')[0]}`,
+        `${bundle.mode} run, ${bundle.startedAt.slice(0, 16).replace('T', ' ')} UTC, medians over ${repetitionsOfRows(bundle.C)} (windows of ${bundle.C.windowMs} ms); ${bundle.machine.cores} cores, Redis ${bundle.machine.redis.split(' ')[0]}`,
       ),
     );
   }

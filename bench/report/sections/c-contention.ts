@@ -13,6 +13,17 @@ import {
   withRatio,
 } from '../format.js';
 
+/**
+ * How many repetitions C's rows are medians of, in words: ours and the raw
+ * FIFO hand-off, the rows the targets judge, may have more than the rest.
+ */
+export function repetitionsOfRows(c: ContentionResult): string {
+  const targeted = c.targetedReps ?? c.reps;
+  return targeted > c.reps
+    ? `${targeted} repetitions of ours and the raw FIFO hand-off, ${c.reps} of the rest`
+    : `${c.reps} repetition(s)`;
+}
+
 /** One variant's table: ratios to the raw FIFO hand-off with their bounds, and to the polling raw lock. */
 export function contentionTable(variant: ContentionVariantResult): string {
   const fifo = variant.rows.find((x) => x.id === 'raw-fifo');
@@ -71,7 +82,7 @@ export function contentionSection(
   out.push(
     `## C. One key, ${c.contenders} contenders`,
     '',
-    `Each window runs ${c.windowMs} ms; ${c.reps} repetition(s) per variant${(c.targetedReps ?? c.reps) > c.reps ? `, ${c.targetedReps} for ours and the raw FIFO hand-off, the rows the targets judge` : ''}. ${processes} worker process has its own instance (its own connections) of the contender. "x raw FIFO" is the median over the repetitions of the ratio to the raw FIFO hand-off's window in the same repetition, with its bounds (see Method); "x raw (polling)" the same to the polling raw lock. "Fairness" is the most acquisitions of one contender over the fewest (∞ when one got none); "self" is the share of acquisitions that went to the contender that had just released; "overlaps" counts acquisitions before the previous holder began releasing (must be 0).`,
+    `Each window runs ${c.windowMs} ms; per variant ${repetitionsOfRows(c)}. ${processes} worker process has its own instance (its own connections) of the contender. "x raw FIFO" is the median over the repetitions of the ratio to the raw FIFO hand-off's window in the same repetition, with its bounds (see Method); "x raw (polling)" the same to the polling raw lock. "Fairness" is the most acquisitions of one contender over the fewest (∞ when one got none); "self" is the share of acquisitions that went to the contender that had just released; "overlaps" counts acquisitions before the previous holder began releasing (must be 0).`,
     '',
     `![Contention chart](${chartFile})`,
     '',
