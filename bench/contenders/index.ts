@@ -116,7 +116,7 @@ const all: readonly Contender[] = [
   oursContender(
     'ours-service-fenced',
     'ours: LockService, fence: true',
-    'module defaults (watchdog lease); acquire(key, { fence: true }): the fencing token comes with the grant',
+    'module defaults (watchdog lease); acquire(key, { fence: true }): the fencing token comes with the grant (read from handle.fencingToken)',
     'ours-service',
   ),
   oursContender(

@@ -56,8 +56,10 @@ export async function lockServiceOn(
         ...(perCallLease ? { leaseTime: ttlMs } : {}),
         ...(fenced ? { fence: true } : {}),
       });
-      // With `fence: true` the token came with the grant: no round trip.
-      if (fenced) await handle.fence();
+      // With `fence: true` the token comes with the grant, read as a caller
+      // that asked for it reads it; a grant without one is a failure here.
+      if (fenced && handle.fencingToken === undefined)
+        throw new Error('fence: true granted the lock without its token');
       return {
         release: async () => {
           await handle.release();
