@@ -8,6 +8,7 @@ import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { Cluster, Redis, type ClusterNode } from 'ioredis';
 import type { LockBackend } from '../backends/lock-backend.js';
 import { warnIfLocksCanBeEvicted } from '../backends/redis/eviction-policy-check.js';
+import { warnIfRedisTooOld } from '../backends/redis/redis-version-check.js';
 import { RedisLockBackend } from '../backends/redis/redis-lock-backend.js';
 import { coalesceWrites } from '../backends/redis/write-coalescing.js';
 import { QuorumLockBackend } from '../backends/quorum/quorum-lock-backend.js';
@@ -102,11 +103,13 @@ class ManagedLockService
 
   onApplicationBootstrap(): void {
     if (!this.redis) return;
-    // Not awaited: the check must not hold up startup, and never fails.
-    void warnIfLocksCanBeEvicted(
-      this.redis.client,
-      new Logger('DistributedLock'),
-      { timeoutMs: this.redis.commandTimeout, signal: this.shutdown.signal },
+    const { client, commandTimeout } = this.redis;
+    const logger = new Logger('DistributedLock');
+    const options = { timeoutMs: commandTimeout, signal: this.shutdown.signal };
+    // Not awaited: the checks must not hold up startup, and never fail. The
+    // version is read once the eviction check found the client ready.
+    void warnIfLocksCanBeEvicted(client, logger, options).then(() =>
+      warnIfRedisTooOld(client, logger, options),
     );
   }
 

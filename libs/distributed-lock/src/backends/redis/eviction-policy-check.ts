@@ -142,7 +142,11 @@ function parseConfigReply(reply: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** `promise`, or a rejection once `ms` passed without its answer (the timer never holds the process). */
+export async function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
