@@ -15,7 +15,8 @@ export interface EvictionCheckOptions {
   readonly signal?: AbortSignal;
 }
 
-const defaultTimeoutMs = 2000;
+/** How long a startup check waits for Redis by default, in ms. */
+export const defaultTimeoutMs = 2000;
 
 /** Clients checked, or being checked, so each is checked once. */
 const checkedClients = new WeakSet<Redis | Cluster>();
@@ -162,6 +163,7 @@ export async function withTimeout<T>(
   }
 }
 
-function describe(error: unknown): string {
+/** An error's message, or the thrown value as text. */
+export function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

@@ -1,7 +1,10 @@
 import type { Cluster, Redis } from 'ioredis';
 import {
+  defaultTimeoutMs,
+  describe,
   withTimeout,
   type EvictionCheckLogger,
+  type EvictionCheckOptions,
 } from './eviction-policy-check.js';
 
 /** The oldest Redis the lock scripts run on: next-fence's `SET … GET`. */
@@ -27,34 +30,36 @@ export function isRedisOlderThan(version: string, minimum: string): boolean {
  * {@link oldestSupportedRedis}: every script that issues a fencing token,
  * which includes every acquisition that finds its key busy, would fail with
  * a syntax error there. Runs only on a client that is ready (so it never
- * connects a `lazyConnect` client), reads `INFO server` within `timeoutMs`,
+ * connects a `lazyConnect` client), reads `INFO server` within `timeoutMs` (default 2000 ms),
  * and never rejects: a server that does not answer in time is let be, with a
  * debug line.
  */
 export async function warnIfRedisTooOld(
   client: Redis | Cluster,
   logger: EvictionCheckLogger,
-  options: {
-    readonly timeoutMs: number;
-    readonly signal?: AbortSignal;
+  options: EvictionCheckOptions & {
     /** The oldest version not warned about; {@link oldestSupportedRedis} unless a test says otherwise. */
     readonly minimum?: string;
-  },
+  } = {},
 ): Promise<void> {
-  const minimum = options.minimum ?? oldestSupportedRedis;
-  if (client.status !== 'ready' || options.signal?.aborted) return;
+  const {
+    signal,
+    timeoutMs = defaultTimeoutMs,
+    minimum = oldestSupportedRedis,
+  } = options;
+  if (client.status !== 'ready' || signal?.aborted) return;
   let versions: string[];
   try {
-    versions = await withTimeout(readVersions(client), options.timeoutMs);
+    versions = await withTimeout(readVersions(client), timeoutMs);
   } catch (error) {
-    if (!options.signal?.aborted)
+    if (!signal?.aborted)
       logger.debug(
-        `Could not read the Redis version, skipping its check: ${error instanceof Error ? error.message : String(error)}`,
+        `Could not read the Redis version, skipping its check: ${describe(error)}`,
       );
     return;
   }
   const old = versions.find((version) => isRedisOlderThan(version, minimum));
-  if (old === undefined || options.signal?.aborted) return;
+  if (old === undefined || signal?.aborted) return;
   logger.warn(
     `Redis ${old} is older than ${minimum}, which the lock scripts need ` +
       '(SET ... GET): acquisitions that find a lock busy, and fencing tokens, will fail. ' +
