@@ -3,13 +3,12 @@
 -- path pays for defining these functions on every uncontended acquisition.
 
 -- The server clock in microseconds, read at most once per run and only when
--- needed; also as its digits (Lua would print the number as 1.7e+15).
-local clock_us_cached, clock_us_text
+-- needed. `clock` keeps TIME's answer, {seconds, microseconds}, as text.
+local clock, clock_us_cached
 local function clock_us()
   if not clock_us_cached then
-    local clock = redis.call('time')
-    clock_us_text = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
-    clock_us_cached = tonumber(clock_us_text)
+    clock = redis.call('time')
+    clock_us_cached = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
   end
   return clock_us_cached
 end
@@ -43,7 +42,9 @@ end
 -- server time for a fenced acquisition (bench/probes/script-cost.ts).
 local function next_fence(fence_key)
   local now = clock_us()
-  local last = tonumber(redis.call('set', fence_key, clock_us_text, 'px', 86400000, 'get')) or 0
+  -- The clock's digits, as Lua would not print them (1.7e+15).
+  local now_text = clock[1] .. string.rep('0', 6 - #clock[2]) .. clock[2]
+  local last = tonumber(redis.call('set', fence_key, now_text, 'px', 86400000, 'get')) or 0
   if last < now then
     return now
   end
