@@ -10,11 +10,12 @@
  */
 import { lockScope } from '../../libs/distributed-lock/src/lock-service/lock-scope.js';
 import { openContender } from '../contenders/index.js';
+import { rotatingKeys, sequentialCycles } from './cycles.js';
 
 type Run = typeof lockScope.run;
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const lock = await openContender('ours-decorator', { urls: [url] });
-const keys = Array.from({ length: 1000 }, (_, i) => `probe:scope:${i}`);
+const nextKey = rotatingKeys('probe:scope');
 
 const timed = { enableMs: 0, runs: 0, disableMs: 0, disables: 0 };
 const run = lockScope.run.bind(lockScope) as Run;
@@ -43,18 +44,9 @@ lockScope.disable = () => {
   timed.disables += 1;
 };
 
-async function cycles(n: number): Promise<number> {
-  const start = performance.now();
-  for (let i = 0; i < n; i++) {
-    const held = await lock.acquire(keys[i % keys.length]!, { ttlMs: 10_000 });
-    await held.release();
-  }
-  return ((performance.now() - start) * 1000) / n;
-}
-
-await cycles(5000);
+await sequentialCycles(lock, nextKey, 5000);
 Object.assign(timed, { enableMs: 0, runs: 0, disableMs: 0, disables: 0 });
-const perCycle = await cycles(20_000);
+const { us: perCycle } = await sequentialCycles(lock, nextKey, 20_000);
 process.stdout.write(
   `decorated cycle ${perCycle.toFixed(1)} µs; run up to its callback ${((timed.enableMs * 1000) / timed.runs).toFixed(2)} µs (${timed.runs} calls); disable ${((timed.disableMs * 1000) / timed.disables).toFixed(2)} µs (${timed.disables} calls)\n`,
 );

@@ -16,6 +16,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { contender, openContender } from '../contenders/index.js';
 import type { ContenderInstance } from '../contenders/types.js';
 import { median } from '../stats.js';
+import { rotatingKeys, sequentialCycles } from './cycles.js';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ids = process.argv.slice(2);
@@ -31,35 +32,15 @@ if (process.env.TOUCH_SCOPE) {
   storage.disable();
 }
 
-const keys = Array.from({ length: 1000 }, (_, i) => `probe:seq:${i}`);
-let next = 0;
-
-async function cycles(
-  lock: ContenderInstance,
-  n: number,
-): Promise<{ us: number; cpuUs: number }> {
-  const start = performance.now();
-  const cpu = process.cpuUsage();
-  for (let i = 0; i < n; i++) {
-    const held = await lock.acquire(keys[next++ % keys.length]!, {
-      ttlMs: 10_000,
-    });
-    await held.release();
-  }
-  const used = process.cpuUsage(cpu);
-  return {
-    us: ((performance.now() - start) * 1000) / n,
-    cpuUs: (used.user + used.system) / n,
-  };
-}
+const nextKey = rotatingKeys('probe:seq');
 
 const locks: ContenderInstance[] = [];
 for (const id of ids) locks.push(await openContender(id, { urls: [url] }));
-for (const lock of locks) await cycles(lock, 2000);
+for (const lock of locks) await sequentialCycles(lock, nextKey, 2000);
 const turns = ids.map(() => ({ us: [] as number[], cpuUs: [] as number[] }));
 for (let turn = 0; turn < 40; turn++) {
   for (const [i, lock] of locks.entries()) {
-    const { us, cpuUs } = await cycles(lock, 500);
+    const { us, cpuUs } = await sequentialCycles(lock, nextKey, 500);
     turns[i]!.us.push(us);
     turns[i]!.cpuUs.push(cpuUs);
   }

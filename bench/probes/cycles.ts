@@ -1,0 +1,30 @@
+import type { ContenderInstance } from '../contenders/types.js';
+
+/** A probe's keys: `count` of them under `prefix`, taken in turn. */
+export function rotatingKeys(prefix: string, count = 1000): () => string {
+  const keys = Array.from({ length: count }, (_, i) => `${prefix}:${i}`);
+  let next = 0;
+  return () => keys[next++ % keys.length]!;
+}
+
+/**
+ * `n` sequential acquire + release cycles of `lock` on `nextKey()`'s keys,
+ * with a 10 s lease: µs per cycle, and the process's CPU µs per cycle.
+ */
+export async function sequentialCycles(
+  lock: ContenderInstance,
+  nextKey: () => string,
+  n: number,
+): Promise<{ us: number; cpuUs: number }> {
+  const start = performance.now();
+  const cpu = process.cpuUsage();
+  for (let i = 0; i < n; i++) {
+    const held = await lock.acquire(nextKey(), { ttlMs: 10_000 });
+    await held.release();
+  }
+  const used = process.cpuUsage(cpu);
+  return {
+    us: ((performance.now() - start) * 1000) / n,
+    cpuUs: (used.user + used.system) / n,
+  };
+}
