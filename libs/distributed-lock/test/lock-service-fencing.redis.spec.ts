@@ -94,6 +94,34 @@ describe('fencing tokens', () => {
     expect(await redis.pttl(counter)).toBeGreaterThan(86_000_000);
   });
 
+  it('keep their counter a day from its first token, and renew that day once an hour', async () => {
+    const locks = service();
+    const counter = 'lock:{fence-expiry}:fence';
+    const fresh = await locks.acquire('fence-expiry', { fence: true });
+    await fresh.release();
+    expect(await redis.pttl(counter)).toBeGreaterThan(86_000_000);
+    // As if the day was set nearly a day ago, by a token of this hour.
+    await redis.pexpire(counter, 60_000);
+    const [seconds] = await redis.time();
+    const hourOfLast = Math.floor(Number(seconds) / 3_600);
+    const sameHour = await locks.acquire('fence-expiry', { fence: true });
+    await sameHour.release();
+    const [after] = await redis.time();
+    // Not renewed within the hour (unless the hour turned meanwhile).
+    if (Math.floor(Number(after) / 3_600) === hourOfLast)
+      expect(await redis.pttl(counter)).toBeLessThanOrEqual(60_000);
+    // The last token from an earlier hour: the day is set anew.
+    await redis.set(
+      counter,
+      String((Number(seconds) - 3_600) * 1e6),
+      'PX',
+      60_000,
+    );
+    const nextHour = await locks.acquire('fence-expiry', { fence: true });
+    await nextHour.release();
+    expect(await redis.pttl(counter)).toBeGreaterThan(86_000_000);
+  });
+
   it('keep rising when the counter vanishes or is found unseeded', async () => {
     const locks = service();
     const counter = 'lock:{fence-gone}:fence';
