@@ -199,8 +199,11 @@ export class QuorumAcquisition {
 
   /** One round on every node, after the stragglers of the last lost one. */
   private async round(): Promise<Attempt> {
-    await this.stragglers;
-    this.stragglers = undefined;
+    // Most rounds follow none: no await, and no promise, for them.
+    if (this.stragglers) {
+      await this.stragglers;
+      this.stragglers = undefined;
+    }
     // Settled meanwhile: a round sent now would come after the queue was
     // left, and a grant it won would be nobody's.
     if (this.settled) return { kind: 'busy', lapsed: false };
