@@ -24,6 +24,22 @@ export function rotation<T>(items: readonly T[], rep: number): T[] {
   return [...items.slice(shift), ...items.slice(0, shift)];
 }
 
+/**
+ * The worker process that runs `each` in the group of contender `id`, where
+ * `baseline` is the scenario's baseline. The baseline has one per
+ * contender: a process shared by every group would run in every turn of the
+ * scenario, each contender's only in its own, and on this VM a process's
+ * recent history (how long it slept, where it last ran) changes its round
+ * trips more than the code does.
+ */
+export function workerBeside(
+  each: string,
+  id: string,
+  baseline: string,
+): string {
+  return each === baseline ? `${baseline} beside ${id}` : each;
+}
+
 /** Runs `fn` bounded by `ms`; rejects with a clear message when it takes longer. */
 export async function withTimeout<T>(
   work: Promise<T>,

@@ -9,7 +9,12 @@ import {
 } from '../stats.js';
 import { NamedWorkers } from '../workers/pool.js';
 import { runInTurns } from '../workers/turns.js';
-import { errorText, rotation, type BenchContext } from './context.js';
+import {
+  errorText,
+  rotation,
+  workerBeside,
+  type BenchContext,
+} from './context.js';
 
 /** The raw quorum baseline every other contender of D takes turns with. */
 const baselineId = 'raw-quorum';
@@ -46,6 +51,8 @@ export interface QuorumResult {
   /** Length of a turn beside the baseline (absent in runs from before the turns). */
   readonly switchMs?: number;
   readonly sizes: QuorumSize[];
+  /** The baseline ran in a process beside each contender (absent in runs from before). */
+  readonly baselineBesideEach?: boolean;
 }
 
 export function plannedQuorum(ctx: BenchContext, count: number): number {
@@ -60,7 +67,7 @@ export function plannedQuorum(ctx: BenchContext, count: number): number {
  * D: uncontended sequential cycles over 3 and 5 private servers, each peer in
  * its Redlock (quorum) mode, against the raw quorum baseline: as in A, each
  * contender takes turns of `switchMs` with the baseline, each in a worker
- * process of its own.
+ * process of its own, and the baseline in one beside each contender.
  */
 export async function runQuorum(
   ctx: BenchContext,
@@ -74,7 +81,13 @@ export async function runQuorum(
   const workers = new NamedWorkers();
   const others = ids.filter((id) => id !== baselineId);
   const withBaseline = ids.includes(baselineId);
-  for (const id of ids) workers.for(id);
+  // Started all at once: they load while the first groups run. The baseline
+  // has a process beside each contender (see workerBeside).
+  for (const id of others) {
+    workers.for(id);
+    if (withBaseline) workers.for(workerBeside(baselineId, id, baselineId));
+  }
+  if (others.length === 0) for (const id of ids) workers.for(id);
   const results: QuorumSize[] = [];
   try {
     for (const nodes of sizes) {
@@ -98,6 +111,7 @@ export async function runQuorum(
                 each,
                 { type: 'open', contenderId: each, urls },
                 ctx.config.jitWarmupMs,
+                workerBeside(each, id, baselineId),
               ),
             ),
             {
@@ -141,7 +155,7 @@ export async function runQuorum(
     await workers.stop();
     await quitAll(admins);
   }
-  return { reps, sliceMs, switchMs, sizes: results };
+  return { reps, sliceMs, switchMs, sizes: results, baselineBesideEach: true };
 }
 
 function quorumRow(

@@ -7,7 +7,12 @@ import {
 import { median, type LatencySummary } from '../stats.js';
 import type { NamedWorkers } from '../workers/pool.js';
 import { runInTurns } from '../workers/turns.js';
-import { errorText, rotation, type BenchContext } from './context.js';
+import {
+  errorText,
+  rotation,
+  workerBeside,
+  type BenchContext,
+} from './context.js';
 
 /** One slice of A or B for one contender. */
 export interface UncontendedSlice {
@@ -73,15 +78,9 @@ function turnGroup(id: string, withRaw: boolean, shift: number): string[] {
   return rotation(group, shift);
 }
 
-/**
- * The worker process that runs `each` in the group of contender `id`. The
- * raw baseline has one per contender: a process shared by every group would
- * run in every turn of the scenario, each contender's only in its own, and
- * on this VM a process's recent history (how long it slept, where it last
- * ran) changes its round trips more than the code does.
- */
+/** The worker process that runs `each` in the group of contender `id` (see workerBeside). */
 function workerName(each: string, id: string): string {
-  return each === 'raw' ? `raw beside ${id}` : each;
+  return workerBeside(each, id, 'raw');
 }
 
 /**

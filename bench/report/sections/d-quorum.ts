@@ -35,7 +35,7 @@ export function quorumSection(d: QuorumResult): string[] {
   const turns =
     d.switchMs === undefined
       ? ''
-      : `, each contender in turns of ${d.switchMs} ms with the raw quorum baseline (each in its own process); "x raw quorum" is the median of the per-repetition ratios of the p50s, with its bounds (see Method)`;
+      : `, each contender in turns of ${d.switchMs} ms with the raw quorum baseline (each in its own process${d.baselineBesideEach ? ', the baseline in one beside each contender, as in A and B' : ''}); "x raw quorum" is the median of the per-repetition ratios of the p50s, with its bounds (see Method)`;
   out.push(
     '## D. Quorum mode, uncontended cycles',
     '',
