@@ -81,13 +81,18 @@ export async function runQuorum(
   const workers = new NamedWorkers();
   const others = ids.filter((id) => id !== baselineId);
   const withBaseline = ids.includes(baselineId);
-  // Started all at once: they load while the first groups run. The baseline
-  // has a process beside each contender (see workerBeside).
-  for (const id of others) {
-    workers.for(id);
-    if (withBaseline) workers.for(workerBeside(baselineId, id, baselineId));
-  }
-  if (others.length === 0) for (const id of ids) workers.for(id);
+  const contendersOf = (rep: number) =>
+    others.length > 0 ? rotation(others, rep) : ids;
+  /** Who takes turns with `id`, the baseline first or second by `shift`. */
+  const groupOf = (id: string, shift: number) =>
+    rotation(
+      withBaseline && id !== baselineId ? [baselineId, id] : [id],
+      shift,
+    );
+  // Started all at once: they load while the first groups run.
+  for (const id of contendersOf(0))
+    for (const each of groupOf(id, 0))
+      workers.for(workerBeside(each, id, baselineId));
   const results: QuorumSize[] = [];
   try {
     for (const nodes of sizes) {
@@ -95,12 +100,8 @@ export async function runQuorum(
       const slices = new Map<string, QuorumSlice[]>(ids.map((id) => [id, []]));
       const errors = new Map<string, string>();
       for (let rep = 0; rep < reps; rep++) {
-        const order = others.length > 0 ? rotation(others, rep) : ids;
-        for (const [index, id] of order.entries()) {
-          const group = rotation(
-            withBaseline && id !== baselineId ? [baselineId, id] : [id],
-            rep + index,
-          );
+        for (const [index, id] of contendersOf(rep).entries()) {
+          const group = groupOf(id, rep + index);
           ctx.progress.step(
             `D: ${nodes} nodes: ${group.join(' | ')} (rep ${rep + 1}/${reps})`,
           );
