@@ -9,7 +9,7 @@ import type { RedisLockSettings } from './redis-lock-options.js';
 import { Releases } from './releases.js';
 import { HolderSessions } from './holder-sessions.js';
 import { RedisSessions } from './redis-sessions.js';
-import { TimedMemory } from './timed-memory.js';
+import { TimedMemory } from '../timed-memory.js';
 import { TrackedCalls } from './tracked-calls.js';
 import { WaiterRegistry } from './waiter-registry.js';
 import type { Waiter } from './waiter.js';

@@ -1,5 +1,5 @@
 import type { LockBusy, LockGrant } from '../lock-backend.js';
-import { TimedMemory } from './timed-memory.js';
+import { TimedMemory } from '../timed-memory.js';
 import type { Waiter } from './waiter.js';
 
 /** A hand-off message for a waiter that already took the lock is ignored for this long. */
