@@ -180,8 +180,10 @@ describe('QuorumLockBackend basics through LockService', () => {
     console.log(
       `waiting ${waited.toFixed(0)} ms for a held lock: script calls per node ${perNode.join(', ')} (polling every 30 ms would be ~${Math.round(waited / 30)})`,
     );
-    // First try, the try after subscribing, and leaving the queue.
-    for (const calls of perNode) expect(calls).toBeLessThanOrEqual(3);
+    // First try (acquire-free.lua, declined, then acquire.lua: this process
+    // had not found the key busy before), the try after subscribing, and
+    // leaving the queue.
+    for (const calls of perNode) expect(calls).toBeLessThanOrEqual(4);
   });
 
   it('wakes at the lease end of a holder that died without releasing', async () => {

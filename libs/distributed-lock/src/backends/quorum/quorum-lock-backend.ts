@@ -11,6 +11,7 @@ import type { LockBackendHealth } from '../backend-health.js';
 import { askForMajority, settlesWithin, type Majority } from './node-votes.js';
 import { probeQuorum } from './quorum-health.js';
 import { QuorumAcquisition } from './quorum-acquire.js';
+import { contendedMemoryMs, releaseOnNode } from './quorum-fast-paths.js';
 import type { AcquireContext } from './quorum-round.js';
 import { issueQuorumFence } from './quorum-fence.js';
 import { isLockedOnMajority } from './quorum-is-locked.js';
@@ -25,6 +26,7 @@ import { QuorumSessions } from './quorum-sessions.js';
 import { WakeChannels } from './quorum-waiting.js';
 import { RestartGuard } from './restart-guard.js';
 import { sessionOf } from '../../session/session-token.js';
+import { TimedMemory } from '../timed-memory.js';
 
 /**
  * Lock store on several independent Redis masters: Redlock. A lock is held
@@ -109,6 +111,8 @@ export class QuorumLockBackend implements LockBackend {
   /** Lease renewals of session-bound locks, sent together. */
   private readonly leases: LeaseBatch;
   private readonly acquisitions = new Set<QuorumAcquisition>();
+  /** Keys found busy lately: they skip the fast paths (quorum-fast-paths.ts). */
+  private readonly contended = new TimedMemory(contendedMemoryMs);
   /** Commands that outlive their call (votes given back, queues left). */
   private readonly background = new Set<Promise<unknown>>();
   private closing?: Promise<void>;
@@ -141,6 +145,7 @@ export class QuorumLockBackend implements LockBackend {
       guard: this.guard,
       channels: this.channels,
       sessions: this.sessions,
+      contended: this.contended,
       track: (work) => this.track(work),
     };
     this.leases = new LeaseBatch({
@@ -200,7 +205,15 @@ export class QuorumLockBackend implements LockBackend {
     return askForMajority(
       'release',
       this.majority,
-      (node) => this.scripts[node].release(key, token, graceMs),
+      (node) =>
+        releaseOnNode(
+          this.scripts[node],
+          key,
+          token,
+          graceMs,
+          this.contended,
+          (work) => this.track(work),
+        ),
       (r) => r.value === 1,
     );
   }
@@ -265,6 +278,7 @@ export class QuorumLockBackend implements LockBackend {
     }
     this.channels.close();
     this.guard.close();
+    this.contended.clear();
     await Promise.all(
       this.options.nodes.map((client, node) =>
         this.options.owns[node] ? quit(client, this.options.nodeTimeoutMs) : 0,

@@ -12,7 +12,9 @@ const withHolderSession = (name: string) => read('holder-session') + read(name);
 /** Every script, read once when this module loads. */
 const scripts = {
   acquire: { numberOfKeys: 4, lua: withHolderSession('acquire') },
+  acquireFree: { numberOfKeys: 2, lua: read('acquire-free') },
   release: { numberOfKeys: 4, lua: read('release') },
+  releaseUnqueued: { numberOfKeys: 2, lua: read('release-unqueued') },
   extend: { numberOfKeys: 3, lua: read('extend') },
   fence: { numberOfKeys: 2, lua: read('fence') },
   raiseFence: { numberOfKeys: 1, lua: read('raise-fence') },
@@ -51,11 +53,16 @@ export type AcquireReply = readonly [0 | 1 | 2, number?, string?, (0 | 1)?];
 /** Reply of is-locked.lua: `[]` when free, else `[holder, 1 if its session is gone here]`. */
 export type HolderReply = readonly [] | readonly [string, 0 | 1];
 
+/** The lock's queue on one node (see acquire.lua). */
+function waitersKey(key: string): string {
+  return `${key}:qwaiters`;
+}
+
 /** The lock's keys on one node; they share the lock's Cluster slot (its braces). */
 export function quorumKeys(key: string) {
   return {
     lock: key,
-    waiters: `${key}:qwaiters`,
+    waiters: waitersKey(key),
     seen: `${key}:qseen`,
     freed: `${key}:qfreed`,
     fence: `${key}:qfence`,
@@ -118,6 +125,31 @@ export class QuorumScripts {
       this.sessionPrefix,
       ...lapsedHolders,
     ) as Promise<AcquireReply>;
+  }
+
+  /**
+   * acquire-free.lua: 1 when the lock was free and nobody waited here, and
+   * `token` took it; 0, with nothing changed, for anything else.
+   */
+  acquireFree(key: string, token: string, leaseMs: number): Promise<number> {
+    return this.commands.acquireFree(
+      key,
+      waitersKey(key),
+      token,
+      leaseMs,
+    ) as Promise<number>;
+  }
+
+  /**
+   * release-unqueued.lua: {@link release} where nobody waits (1 or 0 as it
+   * answers); -1, with nothing changed, when someone does.
+   */
+  releaseUnqueued(key: string, token: string): Promise<number> {
+    return this.commands.releaseUnqueued(
+      key,
+      waitersKey(key),
+      token,
+    ) as Promise<number>;
   }
 
   /**
