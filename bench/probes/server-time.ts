@@ -1,0 +1,56 @@
+/**
+ * The Redis server's CPU time per lock cycle (`INFO cpu`, user + system:
+ * commands, scripts and the network work around them) of each contender
+ * named, with B's shape: 64 loops, each on its own keys, 1,000 acquire +
+ * release cycles per loop. Each contender opens in this process and runs
+ * alone, one after another.
+ *
+ *   node --import @swc-node/register/esm-register bench/probes/server-time.ts \
+ *     raw ours-service ours-service-fenced
+ *
+ * Redis at REDIS_URL (default redis://127.0.0.1:6379), used by nothing
+ * else meanwhile; it writes keys `probe:server:*` and flushes the database
+ * after each contender.
+ */
+import { Redis } from 'ioredis';
+import { openContender } from '../contenders/index.js';
+
+const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ids = process.argv.slice(2);
+if (ids.length === 0) {
+  process.stderr.write('usage: server-time.ts <contender id>...\n');
+  process.exit(2);
+}
+const loops = 64;
+const cyclesPerLoop = 1_000;
+const admin = new Redis(url);
+
+/** CPU seconds (user + system) the server has used so far. */
+async function serverCpuSeconds(): Promise<number> {
+  const info = await admin.info('cpu');
+  const field = (name: string) =>
+    Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? NaN);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}
+
+for (const id of ids) {
+  const lock = await openContender(id, { urls: [url] });
+  const before = await serverCpuSeconds();
+  await Promise.all(
+    Array.from({ length: loops }, async (_, loop) => {
+      for (let i = 0; i < cyclesPerLoop; i++) {
+        const held = await lock.acquire(`probe:server:${loop}:${i % 50}`, {
+          ttlMs: 10_000,
+        });
+        await held.release();
+      }
+    }),
+  );
+  const used = (await serverCpuSeconds()) - before;
+  await lock.close();
+  console.log(
+    `${id.padEnd(28)} ${((used * 1e6) / (loops * cyclesPerLoop)).toFixed(2)} µs of Redis CPU per cycle`,
+  );
+  await admin.flushall();
+}
+admin.disconnect();
