@@ -138,7 +138,7 @@ export interface DistributedLockModuleOptions {
   /**
    * How long, in ms from the first pass, the oldest waiter may be passed over
    * by local hand-offs: short holds pass it several times in that window, holds
-   * longer than it at most once. Default 2 ms.
+   * longer than it at most once. Default 1 ms.
    */
   readonly localHandoffWindow?: number;
   /**

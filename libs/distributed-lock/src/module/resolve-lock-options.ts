@@ -36,7 +36,7 @@ export const lockOptionDefaults = {
   commandTimeout: 2_000,
   handoffLeaseTime: 3_000,
   localHandoffs: 8,
-  localHandoffWindow: 2,
+  localHandoffWindow: 1,
   coalesceWrites: true,
   retryAfter: 1,
   statuses: {

@@ -23,7 +23,7 @@ export interface RedisLockBackendOptions {
    * `localHandoffs`). Default 8; 0 is strictly first come, first served.
    */
   readonly localHandoffs?: number;
-  /** How long from the first pass the oldest waiter may be passed over, in ms. Default 2. */
+  /** How long from the first pass the oldest waiter may be passed over, in ms. Default 1. */
   readonly localHandoffWindowMs?: number;
   /** Prefix of this backend's own bookkeeping keys (the wake list). Default `'lock:'`. */
   readonly keyPrefix?: string;
@@ -74,7 +74,7 @@ const defaults: RedisLockSettings = {
   commandTimeoutMs: 2000,
   handoffLeaseMs: 3000,
   localHandoffs: 8,
-  localHandoffWindowMs: 2,
+  localHandoffWindowMs: 1,
   keyPrefix: 'lock:',
   freeOnDisconnect: false,
 };
