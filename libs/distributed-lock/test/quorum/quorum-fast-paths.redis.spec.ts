@@ -1,8 +1,20 @@
 import type { Redis } from 'ioredis';
-import { ready, sleep, useQuorumNodes } from './quorum-fixtures.js';
+import {
+  ready,
+  sleep,
+  useQuorumNodes,
+  type QuorumProcess,
+} from './quorum-fixtures.js';
 
 const nodes = useQuorumNodes({ three: true, look: 'three' });
 const { opened } = nodes;
+
+/** A process on the three nodes, its connections ready. */
+async function readyProcess(): Promise<QuorumProcess> {
+  const started = opened.process(nodes.three);
+  await ready(started.clients);
+  return started;
+}
 
 /** The scripts a node ran for `key` while `during` ran: the key count of each call. */
 async function scriptKeyCounts(
@@ -29,8 +41,7 @@ async function scriptKeyCounts(
 
 describe('QuorumLockBackend fast paths (a key not found busy lately)', () => {
   it('takes and frees a free lock with the two-key scripts on every node', async () => {
-    const { backend, clients } = opened.process(nodes.three);
-    await ready(clients);
+    const { backend } = await readyProcess();
     const key = 'lock:{fast}';
     const token = 'fast-token-00000000000000';
     const counts = await scriptKeyCounts(nodes.look[0], key, async () => {
@@ -49,9 +60,8 @@ describe('QuorumLockBackend fast paths (a key not found busy lately)', () => {
   });
 
   it('sends acquire.lua at once for a key it found busy a moment ago', async () => {
-    const holder = opened.process(nodes.three);
-    const other = opened.process(nodes.three);
-    await ready([...holder.clients, ...other.clients]);
+    const holder = await readyProcess();
+    const other = await readyProcess();
     const key = 'lock:{busy}';
     const held = await holder.backend.acquire({
       key,
@@ -79,8 +89,7 @@ describe('QuorumLockBackend fast paths (a key not found busy lately)', () => {
   });
 
   it('never passes a live waiter queued for a free lock', async () => {
-    const { backend, clients } = opened.process(nodes.three);
-    await ready(clients);
+    const { backend } = await readyProcess();
     const key = 'lock:{queued}';
     // A waiter queued on every node, alive for 10 s more, and nobody holding.
     await Promise.all(
@@ -109,8 +118,7 @@ describe('QuorumLockBackend fast paths (a key not found busy lately)', () => {
   });
 
   it('grants a re-sent acquisition whose token holds the lock already', async () => {
-    const { backend, clients } = opened.process(nodes.three);
-    await ready(clients);
+    const { backend } = await readyProcess();
     const key = 'lock:{resent}';
     const token = 'resent-token-00000000000';
     // As if the first run took the lock and its answer was lost.
@@ -130,9 +138,8 @@ describe('QuorumLockBackend fast paths (a key not found busy lately)', () => {
   });
 
   it('wakes a waiter when a holder that never saw it busy releases', async () => {
-    const holder = opened.process(nodes.three);
-    const waiter = opened.process(nodes.three);
-    await ready([...holder.clients, ...waiter.clients]);
+    const holder = await readyProcess();
+    const waiter = await readyProcess();
     const key = 'lock:{wake}';
     const token = 'wake-holder-000000000000';
     const held = await holder.backend.acquire({

@@ -29,12 +29,13 @@ export function voteIfFree(
 }
 
 /**
- * Releases `key` on one node: release-unqueued.lua for a key not found busy
- * lately, and release.lua where that finds someone waiting (it frees the
- * lock and wakes them); release.lua alone for a key busy lately. Answers as
- * release.lua does. A node that had waiters marks the key busy.
+ * Releases `key` on one node where the backend has not found it busy
+ * lately: release-unqueued.lua, and release.lua where that finds someone
+ * waiting (it frees the lock and wakes them), so a node answers as if
+ * release.lua alone had been sent. A node that had waiters marks the key
+ * busy.
  */
-export function releaseOnNode(
+export function releaseUnlessQueued(
   script: QuorumScripts,
   key: string,
   token: string,
@@ -42,7 +43,6 @@ export function releaseOnNode(
   contended: TimedMemory,
   track: (work: Promise<unknown>) => void,
 ): Promise<number> {
-  if (contended.has(key)) return script.release(key, token, graceMs);
   return script.releaseUnqueued(key, token).then((released) => {
     if (released !== -1) return released;
     contended.remember(key);

@@ -11,7 +11,7 @@ import type { LockBackendHealth } from '../backend-health.js';
 import { askForMajority, settlesWithin, type Majority } from './node-votes.js';
 import { probeQuorum } from './quorum-health.js';
 import { QuorumAcquisition } from './quorum-acquire.js';
-import { contendedMemoryMs, releaseOnNode } from './quorum-fast-paths.js';
+import { contendedMemoryMs, releaseUnlessQueued } from './quorum-fast-paths.js';
 import type { AcquireContext } from './quorum-round.js';
 import { issueQuorumFence } from './quorum-fence.js';
 import { isLockedOnMajority } from './quorum-is-locked.js';
@@ -202,18 +202,21 @@ export class QuorumLockBackend implements LockBackend {
     // A renewal asked for before the release is answered before it, as if sent at once.
     this.leases.sendAheadOf(key, token);
     const graceMs = Math.ceil(this.options.waiterGraceMs);
+    const busyLately = this.contended.has(key);
     return askForMajority(
       'release',
       this.majority,
       (node) =>
-        releaseOnNode(
-          this.scripts[node],
-          key,
-          token,
-          graceMs,
-          this.contended,
-          (work) => this.track(work),
-        ),
+        busyLately
+          ? this.scripts[node].release(key, token, graceMs)
+          : releaseUnlessQueued(
+              this.scripts[node],
+              key,
+              token,
+              graceMs,
+              this.contended,
+              (work) => this.track(work),
+            ),
       (r) => r.value === 1,
     );
   }

@@ -120,7 +120,19 @@ export async function runRound(
   const sent = new Set<number>();
   const freeCheck =
     request.lapsedHolders.length === 0 && !context.contended.has(key);
+  const lease = Math.ceil(leaseMs);
+  const askFull = (node: number) =>
+    scripts[node].acquire(
+      key,
+      token,
+      lease,
+      request.arrival,
+      waitLeft,
+      graceMs,
+      request.lapsedHolders,
+    );
   let decided = false;
+  const isDecided = () => decided;
   let won = false;
   let closed = false;
   const round = await askEveryNode(
@@ -129,24 +141,9 @@ export async function runRound(
       if (!guard.reachable(node))
         return Promise.reject(new Error('connection down'));
       sent.add(node);
-      const full = () =>
-        scripts[node].acquire(
-          key,
-          token,
-          Math.ceil(leaseMs),
-          request.arrival,
-          waitLeft,
-          graceMs,
-          request.lapsedHolders,
-        );
-      if (!freeCheck) return full();
-      return voteIfFree(
-        scripts[node],
-        key,
-        token,
-        Math.ceil(leaseMs),
-        () => decided,
-        full,
+      if (!freeCheck) return askFull(node);
+      return voteIfFree(scripts[node], key, token, lease, isDecided, () =>
+        askFull(node),
       );
     },
     context.nodeTimeoutMs,
