@@ -196,6 +196,48 @@ describe('local hand-offs (lock cohorting)', () => {
     expectNothingLeft(here.backend);
   });
 
+  it('a caller asking while such a release is on its way waits in memory behind it, not in Redis', async () => {
+    const here = open({ localHandoffs: 1, localHandoffWindowMs: 60_000 });
+    const { holder, waiting } = await heldWithLocalWaiters(
+      here,
+      'releasing',
+      2,
+    );
+    await holder.release();
+    const first = await waiting[0];
+    // The caller asks in the same turn as the release reaches the backend:
+    // before Redis can have answered it.
+    const release = here.backend.release.bind(here.backend);
+    let late: Promise<LockHandle> | undefined;
+    const spy = vi
+      .spyOn(here.backend, 'release')
+      .mockImplementation((key, token) => {
+        const released = release(key, token);
+        late ??= here.locks.acquire('releasing', { waitTime: 5_000 });
+        return released;
+      });
+    const { sent, stop } = await recordClientCommands();
+    await sleep(50);
+    await first.release();
+    const second = await waiting[1];
+    await sleep(50);
+    stop();
+    spy.mockRestore();
+    // The release alone: no acquisition script queued the late caller.
+    expect(
+      sent
+        .filter((command) => command.startsWith('eval'))
+        .map((command) => command.split(' ')[0]),
+    ).toEqual(['evalsha']);
+    expect(await queueLength('releasing')).toBe(0);
+    expect(waitingIn(here.backend)).toBe(1);
+    await second.release();
+    const third = await (late as Promise<LockHandle>);
+    expect(await third.release()).toBe(true);
+    await expectOnlyFenceLeft('releasing');
+    expectNothingLeft(here.backend);
+  });
+
   it('a caller waiting in memory gives up in time, and leaves nothing behind', async () => {
     const here = open();
     const { holder } = await heldWithLocalWaiters(here, 'behind-timeout', 0);

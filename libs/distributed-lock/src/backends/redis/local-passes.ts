@@ -44,8 +44,12 @@ export class LocalPasses {
       if (hold.expiresAt - mono >= leaseMs / 2)
         return this.passOn(key, hold, next, leaseMs, mono);
     }
-    this.c.holds.delete(key);
-    return this.releaseToQueue(key, hold, mono);
+    const successor = this.c.waiters.oldestLocal(key, Date.now(), 'unqueued');
+    // With a successor here, the lock most likely stays here: callers asking
+    // meanwhile wait behind it in memory, as they would behind a holder.
+    if (successor) hold.holder = '';
+    else this.c.holds.delete(key);
+    return this.releaseToQueue(key, hold, mono, successor);
   }
 
   /** Forgets a hold found lost, sending its local waiters to the queue. */
@@ -65,8 +69,8 @@ export class LocalPasses {
     key: string,
     hold: LocalHold,
     mono: number,
+    successor: Waiter | undefined,
   ): Promise<boolean> {
-    const successor = this.c.waiters.oldestLocal(key, Date.now(), 'unqueued');
     try {
       const released = await this.c.releases.run(
         key,
@@ -78,9 +82,12 @@ export class LocalPasses {
         },
         successor,
       );
+      // Handed to a waiter here, the lock has a new hold; if not, it is gone.
+      if (this.c.holds.get(key) === hold) this.c.holds.delete(key);
       if (!this.c.holds.has(key)) this.queueWaitersBehind(key);
       return released;
     } catch (error) {
+      if (this.c.holds.get(key) === hold) this.c.holds.delete(key);
       this.failWaitersBehind(key, error);
       throw error;
     }
