@@ -131,6 +131,12 @@ const all: readonly Contender[] = [
     "@DistributedLock('<0>') on a provider method, module defaults",
   ),
   oursContender(
+    'ours-decorator-unscoped',
+    'ours: @DistributedLock, lock scope off (diagnostic)',
+    "@DistributedLock('<0>') as above, in a process where LockHandle.run calls the method without entering the lock scope (no AsyncLocalStorage, so no currentLock() or reentrancy): what the scope costs, not a configuration",
+    'ours-decorator',
+  ),
+  oursContender(
     'ours-quorum',
     'ours: LockService, quorum mode',
     'quorum mode (nodes: every URL); leaseTime = the benchmark TTL',
@@ -228,6 +234,7 @@ export const uncontendedIds = [
   'ours-service-fenced',
   'ours-service-uncoalesced',
   'ours-decorator',
+  'ours-decorator-unscoped',
   'redlock4',
   'redlock5',
   'sesame',

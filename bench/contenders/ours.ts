@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import {
   DistributedLock,
   DistributedLockModule,
+  LockHandle,
   LockService,
   ReadWriteLockService,
   SemaphoreService,
@@ -120,6 +121,24 @@ const openDecorator: OpenContender = async ({ urls }) => {
 };
 
 /**
+ * A diagnostic, not a configuration users have: the decorator with its lock
+ * scope switched off in this worker process (`LockHandle.run` calls the
+ * method directly, so no `AsyncLocalStorage` is ever enabled), which leaves
+ * `currentLock()` and reentrancy without their scope. Beside
+ * `ours-decorator` in the same turns it shows what the scope costs on this
+ * Node.
+ */
+function runUnscoped<T>(this: LockHandle, fn: () => T): T {
+  return fn();
+}
+
+/** {@link runUnscoped} for every handle of this worker, then the decorator. */
+const openUnscopedDecorator: OpenContender = (context) => {
+  LockHandle.prototype.run = runUnscoped;
+  return openDecorator(context);
+};
+
+/**
  * I: one permit of a `limit`-permit semaphore through
  * `SemaphoreService.acquire()` / `handle.release()`, at the module defaults
  * (watchdog lease, FIFO queue with pub/sub wake-ups).
@@ -185,6 +204,7 @@ export const openers: ContenderModule['openers'] = {
   // Explicit leases, as the Redlock peers use.
   'ours-quorum': ({ urls }) => lockServiceOn({ nodes: [...urls] }, true),
   'ours-decorator': openDecorator,
+  'ours-decorator-unscoped': openUnscopedDecorator,
   'ours-semaphore': openSemaphore,
   'ours-rwlock': openReadWriteLock,
   // J: the mutex for reads and writes alike (it ignores the mode).
