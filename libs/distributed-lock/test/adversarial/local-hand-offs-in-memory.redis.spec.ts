@@ -114,6 +114,24 @@ describe('local hand-offs (lock cohorting)', () => {
     await expectOnlyFenceLeft('no-entry');
   });
 
+  it('passes the lock to a waiter that never queued without looking at the queue at all', async () => {
+    const here = open();
+    const { holder, waiting } = await heldWithLocalWaiters(here, 'no-look', 1);
+    await fixture.redis.config('RESETSTAT');
+    await holder.release();
+    const next = await waiting[0];
+    const stats = await fixture.redis.info('commandstats');
+    // The holder's check and the new lease; the queue it took nothing out of
+    // is left unread, and so is the record of passes over its head.
+    expect(stats).toMatch(/cmdstat_get:calls=1,/);
+    expect(stats).toMatch(/cmdstat_pexpire:calls=1,/);
+    expect(stats).not.toMatch(/cmdstat_exists:/);
+    expect(stats).not.toMatch(/cmdstat_del:/);
+    expect(await next.release()).toBe(true);
+    await expectOnlyFenceLeft('no-look');
+    expectNothingLeft(here.backend);
+  });
+
   it('sets the lease the new holder asked for when it passes the lock in memory', async () => {
     const here = open();
     const { holder, waiting } = await heldWithLocalWaiters(
@@ -196,7 +214,7 @@ describe('local hand-offs (lock cohorting)', () => {
     expectNothingLeft(here.backend);
   });
 
-  it('a caller asking while such a release is on its way waits in memory behind it, not in Redis', async () => {
+  it('a caller asking while the release through Redis is on its way waits in memory behind it, not in Redis', async () => {
     const here = open({ localHandoffs: 1, localHandoffWindowMs: 60_000 });
     const { holder, waiting } = await heldWithLocalWaiters(
       here,

@@ -17,12 +17,17 @@
 if redis.call('get', KEYS[1]) ~= ARGV[1] then
   return 0
 end
--- A waiter that never queued in Redis (entry '') has nothing to take out.
+-- A waiter that never queued in Redis (entry '') has nothing to take out,
+-- and the queue stays as it was: nothing here reads it then.
 if ARGV[2] ~= '' then
   redis.call('lrem', KEYS[2], 1, ARGV[2])
-end
-if redis.call('exists', KEYS[2]) == 0 then
-  redis.call('del', KEYS[3])
+  -- Its last entry gone, the record of passes over its head goes too, as
+  -- cancel.lua does. A record some other emptying leaves behind lives no
+  -- longer than its queue would have, and until then it only ever counts
+  -- against passing over a new head (its first pass is that old).
+  if redis.call('exists', KEYS[2]) == 0 then
+    redis.call('del', KEYS[3])
+  end
 end
 redis.call('pexpire', KEYS[1], ARGV[3])
 if ARGV[4] ~= '1' then
