@@ -42,16 +42,22 @@ export function spawnGuarded(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
+  const keep = (line: string) => {
+    lines.push(line);
+    if (lines.length > TAIL_LINES) lines.shift();
+    onLine?.(line);
+  };
   const collect = (stream: Readable | null) => {
     let partial = '';
     stream?.on('data', (chunk: Buffer) => {
       const parts = (partial + chunk.toString('utf8')).split('\n');
       partial = parts.pop() ?? '';
-      for (const line of parts) {
-        lines.push(line);
-        if (lines.length > TAIL_LINES) lines.shift();
-        onLine?.(line);
-      }
+      for (const line of parts) keep(line);
+    });
+    // A process that dies mid-line (an uncaught error's last words) still shows it.
+    stream?.on('end', () => {
+      if (partial !== '') keep(partial);
+      partial = '';
     });
   };
   collect(child.stdout);
@@ -62,6 +68,11 @@ export function spawnGuarded(
     (resolve) => {
       child.once('exit', (code, signal) => {
         exitInfo = { code, signal };
+      });
+      // After 'exit' and once its output is read to the end: what it wrote
+      // just before dying would otherwise be missing from the tail.
+      child.once('close', (code, signal) => {
+        exitInfo ??= { code, signal };
         resolve(exitInfo);
       });
       child.once('error', (error) => {
