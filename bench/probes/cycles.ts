@@ -28,3 +28,20 @@ export async function sequentialCycles(
     cpuUs: (used.user + used.system) / n,
   };
 }
+
+/**
+ * A probe's command line: the contender ids it was given, and the Redis it
+ * runs against (REDIS_URL, default redis://127.0.0.1:6379). Exits with a
+ * usage line naming `probe` when no id is given.
+ */
+export function probeArguments(probe: string): {
+  url: string;
+  ids: string[];
+} {
+  const ids = process.argv.slice(2);
+  if (ids.length === 0) {
+    process.stderr.write(`usage: ${probe} <contender id>...\n`);
+    process.exit(2);
+  }
+  return { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', ids };
+}

@@ -15,13 +15,9 @@
  */
 import { Redis } from 'ioredis';
 import { openContender } from '../contenders/index.js';
+import { probeArguments } from './cycles.js';
 
-const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ids = process.argv.slice(2);
-if (ids.length === 0) {
-  process.stderr.write('usage: one-key-commands.ts <contender id>...\n');
-  process.exit(2);
-}
+const { url, ids } = probeArguments('one-key-commands.ts');
 const callers = 16;
 const windowMs = 3_000;
 const admin = new Redis(url);

@@ -16,14 +16,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { contender, openContender } from '../contenders/index.js';
 import type { ContenderInstance } from '../contenders/types.js';
 import { median } from '../stats.js';
-import { rotatingKeys, sequentialCycles } from './cycles.js';
+import { probeArguments, rotatingKeys, sequentialCycles } from './cycles.js';
 
-const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ids = process.argv.slice(2);
-if (ids.length === 0) {
-  process.stderr.write('usage: sequential-cycles.ts <contender id>...\n');
-  process.exit(2);
-}
+const { url, ids } = probeArguments('sequential-cycles.ts');
 if (process.env.TOUCH_SCOPE) {
   const storage = new AsyncLocalStorage<object>();
   await storage.run({}, async () => {

@@ -14,13 +14,9 @@
  */
 import { Redis } from 'ioredis';
 import { openContender } from '../contenders/index.js';
+import { probeArguments } from './cycles.js';
 
-const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const ids = process.argv.slice(2);
-if (ids.length === 0) {
-  process.stderr.write('usage: server-time.ts <contender id>...\n');
-  process.exit(2);
-}
+const { url, ids } = probeArguments('server-time.ts');
 const loops = 64;
 const cyclesPerLoop = 1_000;
 const admin = new Redis(url);

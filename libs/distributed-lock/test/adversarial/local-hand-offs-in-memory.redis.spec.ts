@@ -52,6 +52,13 @@ async function heldWithLocalWaiters(
   return { holder, waiting };
 }
 
+/** The script calls among `sent` commands, by verb (`eval` or `evalsha`). */
+function scriptCalls(sent: readonly string[]): string[] {
+  return sent
+    .filter((command) => command.startsWith('eval'))
+    .map((command) => command.split(' ')[0]);
+}
+
 describe('local hand-offs (lock cohorting)', () => {
   it('passes a held lock to a waiter of the same process in memory, which then holds it fully', async () => {
     const here = open();
@@ -203,11 +210,7 @@ describe('local hand-offs (lock cohorting)', () => {
     stop();
     // One script call: the release, which granted the lock to the waiter
     // here, rather than a release and then an acquisition of its own.
-    expect(
-      sent
-        .filter((command) => command.startsWith('eval'))
-        .map((command) => command.split(' ')[0]),
-    ).toEqual(['evalsha']);
+    expect(scriptCalls(sent)).toEqual(['evalsha']);
     expect(await fixture.redis.get('lock:{successor}')).toBe(second.token);
     expect(await second.release()).toBe(true);
     await expectOnlyFenceLeft('successor');
@@ -242,11 +245,7 @@ describe('local hand-offs (lock cohorting)', () => {
     stop();
     spy.mockRestore();
     // The release alone: no acquisition script queued the late caller.
-    expect(
-      sent
-        .filter((command) => command.startsWith('eval'))
-        .map((command) => command.split(' ')[0]),
-    ).toEqual(['evalsha']);
+    expect(scriptCalls(sent)).toEqual(['evalsha']);
     expect(await queueLength('releasing')).toBe(0);
     expect(waitingIn(here.backend)).toBe(1);
     await second.release();

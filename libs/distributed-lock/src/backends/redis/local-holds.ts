@@ -45,6 +45,11 @@ export class LocalHolds extends Map<string, LocalHold> {
       : undefined;
   }
 
+  /** Forgets `hold` if it is still the hold of `key` (a newer one stays). */
+  forget(key: string, hold: LocalHold): void {
+    if (this.get(key) === hold) this.delete(key);
+  }
+
   /** Records that `token` holds `key` until `expiresAt` (monotonic ms), stored under that token. */
   record(
     key: string,

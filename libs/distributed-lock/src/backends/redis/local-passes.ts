@@ -83,11 +83,11 @@ export class LocalPasses {
         successor,
       );
       // Handed to a waiter here, the lock has a new hold; if not, it is gone.
-      if (this.c.holds.get(key) === hold) this.c.holds.delete(key);
+      this.c.holds.forget(key, hold);
       if (!this.c.holds.has(key)) this.queueWaitersBehind(key);
       return released;
     } catch (error) {
-      if (this.c.holds.get(key) === hold) this.c.holds.delete(key);
+      this.c.holds.forget(key, hold);
       this.failWaitersBehind(key, error);
       throw error;
     }
@@ -216,7 +216,7 @@ export class LocalPasses {
     error: unknown,
   ): void {
     next.confirming = false;
-    if (this.c.holds.get(key) === hold) this.c.holds.delete(key);
+    this.c.holds.forget(key, hold);
     this.failWaitersBehind(key, error);
     this.c.waiting.waitOn(next);
   }
