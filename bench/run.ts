@@ -61,6 +61,7 @@ import {
 } from './scenarios/j-rwlock.js';
 import { plannedUncontended, runUncontended } from './scenarios/uncontended.js';
 import { NamedWorkers } from './workers/pool.js';
+import { withRoundTripPlacement } from './affinity.js';
 
 function redisVersion(): string {
   try {
@@ -180,7 +181,9 @@ async function main(): Promise<void> {
   };
   try {
     await attempt('A', () =>
-      runUncontended(ctx, 'A', uncontendedWorkers, cli.pick(uncontendedIds)),
+      withRoundTripPlacement(server.pid(), uncontendedWorkers, () =>
+        runUncontended(ctx, 'A', uncontendedWorkers, cli.pick(uncontendedIds)),
+      ),
     );
     await attempt('B', () =>
       runUncontended(ctx, 'B', uncontendedWorkers, cli.pick(uncontendedIds)),

@@ -5,6 +5,7 @@ import {
   uncontendedIds,
 } from '../contenders/index.js';
 import { median, type LatencySummary } from '../stats.js';
+import type { Placement, Unplaced } from '../affinity.js';
 import type { NamedWorkers } from '../workers/pool.js';
 import { runInTurns } from '../workers/turns.js';
 import {
@@ -59,6 +60,8 @@ export interface UncontendedResult {
   readonly switchMs?: number;
   /** The turns alternated between worker processes of each contender's own (absent in runs from before). */
   readonly turnsAcrossProcesses?: boolean;
+  /** A: where the Redis server and the workers ran (absent in B and in runs from before). */
+  readonly placement?: Placement | Unplaced;
   readonly rows: UncontendedRow[];
 }
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { placeProcess } from '../affinity.js';
 import { fileURLToPath } from 'node:url';
 import type {
   ContentionEvents,
@@ -28,6 +29,11 @@ export class BenchWorker {
   private stderr = '';
   /** Resolves once the worker listens for requests. */
   readonly ready: Promise<unknown>;
+
+  /** The worker's process id (undefined if it could not be started). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
 
   constructor() {
     this.child = spawn(process.execPath, [compiledWorkerFile()], {
@@ -98,6 +104,8 @@ export class BenchWorker {
 export class NamedWorkers {
   private readonly workers = new Map<string, BenchWorker>();
   private readonly used = new WeakSet<BenchWorker>();
+  /** The CPUs every worker is kept on (see {@link placeOn}); undefined: the scheduler's choice. */
+  private cpus?: string;
 
   /** The worker named `name`, started now if there is none. */
   for(name: string): BenchWorker {
@@ -105,8 +113,15 @@ export class NamedWorkers {
     if (!worker) {
       worker = new BenchWorker();
       this.workers.set(name, worker);
+      if (this.cpus !== undefined) placeProcess(worker.pid, this.cpus);
     }
     return worker;
+  }
+
+  /** Keeps every worker, those started later too, on `cpus` (taskset syntax). */
+  placeOn(cpus: string): void {
+    this.cpus = cpus;
+    for (const worker of this.workers.values()) placeProcess(worker.pid, cpus);
   }
 
   /** True the first time it is asked about the worker now named `name` (it warms up then). */

@@ -11,6 +11,15 @@ function turns(result: UncontendedResult): string {
     : `, in turns of ${result.switchMs} ms beside the raw baseline`;
 }
 
+/** Where A's processes ran, when the run says. */
+function placement(result: UncontendedResult): string {
+  const placed = result.placement;
+  if (!placed) return '';
+  if ('unplaced' in placed)
+    return ` The processes ran wherever the scheduler put them (${placed.unplaced}).`;
+  return ` The Redis server ran on CPU ${placed.serverCpus} and every worker process on CPU ${placed.clientCpus} (\`taskset\`), as a Redis host and its clients' hosts would: left to the scheduler, a client process on this VM sometimes shares a CPU with Redis and sometimes not, a placement that sticks to the process for a while and moves a sequential round trip between about 22 and 50 µs, so one contender's per-repetition ratios spread over 0.80-1.29, and placed over 0.90-1.05. \`BENCH_PLACE=0\` leaves A to the scheduler; B always is (each of its sides keeps a CPU busy).`;
+}
+
 /** The Node side of the uncontended gap, from B's promise counts and CPU times. */
 function nodeSide(r: BenchResults): string {
   const rows = r.B?.rows ?? [];
@@ -144,7 +153,7 @@ export function uncontendedSections(r: BenchResults): string[] {
       uncontendedSection(
         r.A,
         'A. One client, sequential cycles',
-        `One loop acquires and releases, one lock at a time, rotating over 1,000 keys. ${r.A.reps} repetitions of ${r.A.sliceMs} ms per contender${turns(r.A)}.`,
+        `One loop acquires and releases, one lock at a time, rotating over 1,000 keys. ${r.A.reps} repetitions of ${r.A.sliceMs} ms per contender${turns(r.A)}.${placement(r.A)}`,
       ),
     );
   }
