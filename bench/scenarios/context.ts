@@ -26,18 +26,19 @@ export function rotation<T>(items: readonly T[], rep: number): T[] {
 
 /**
  * The worker process that runs `each` in the group of contender `id`, where
- * `baseline` is the scenario's baseline. The baseline has one per
- * contender: a process shared by every group would run in every turn of the
- * scenario, each contender's only in its own, and on this VM a process's
- * recent history (how long it slept, where it last ran) changes its round
- * trips more than the code does.
+ * `shared` are the sides that take turns in more than one group (the
+ * scenario's baseline, and in A and B the contender a row is compared
+ * with). Those get one process per group: a process shared by several
+ * groups would run in more turns than its partners, and on this VM a
+ * process's recent history (how long it slept, where it last ran) changes
+ * its round trips more than the code does.
  */
 export function workerBeside(
   each: string,
   id: string,
-  baseline: string,
+  ...shared: (string | undefined)[]
 ): string {
-  return each === baseline ? `${baseline} beside ${id}` : each;
+  return shared.includes(each) ? `${each} beside ${id}` : each;
 }
 
 /** Runs `fn` bounded by `ms`; rejects with a clear message when it takes longer. */

@@ -86,17 +86,14 @@ export function turnGroup(
 }
 
 /**
- * The worker process that runs `each` in the group of contender `id` (see
- * workerBeside). The raw baseline and the contender `id` is compared with
- * run beside it in processes of their own, so that no process takes turns
- * in two groups: every side of a group has slept as long as the others
- * before its turns. (A process shared by three groups woke with its heap
- * and caches still warm, and its partner, asleep through the eleven other
- * groups, lost 15% of B against it: 0.77x where fair turns give 0.91x.)
+ * The worker process that runs `each` in the group of contender `id`: the
+ * raw baseline and the contender `id` is compared with run beside it in
+ * processes of their own (see workerBeside). When the unfenced
+ * `LockService` process also took turns in two other groups, the fenced
+ * row lost 15% of B to that alone (0.77x, against 0.91x).
  */
 export function workerName(each: string, id: string): string {
-  if (each === contender(id).comparedWith) return `${each} beside ${id}`;
-  return workerBeside(each, id, 'raw');
+  return workerBeside(each, id, 'raw', contender(id).comparedWith);
 }
 
 /**
