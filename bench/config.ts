@@ -102,20 +102,23 @@ export const fullConfig: BenchConfig = {
   mode: 'full',
   ttlMs: 10_000,
   jitWarmupMs: 2_000,
-  // 15 repetitions: the 4th and 12th ratio bound the median at 96.5%, where
-  // 11 gave the 3rd and 9th at 93.5% (about +2 minutes for A and B).
+  // 21 repetitions: the 7th and 15th ratio bound the median at 92.2%, where
+  // 15 gave the 4th and 12th at 96.5% (about +4 minutes for A and B): a
+  // repetition or two that a slow phase of the VM hit no longer sets the
+  // bound.
   uncontended: {
-    reps: 15,
+    reps: 21,
     warmupMs: 200,
     sliceMs: 500,
     switchMs: 50,
     loopsB: 64,
   },
-  // 9 repetitions of the targeted rows: the 2nd and 8th ratio bound the
-  // median at 96%, where 3 give only min..max (about +4 minutes).
+  // 13 repetitions of the targeted rows: the 4th and 10th ratio bound the
+  // median at 90.8%, where 9 gave the 2nd and 8th at 96% and 3 only
+  // min..max (each 4 more cost about 3 minutes).
   contention: {
     reps: 3,
-    targetedReps: 9,
+    targetedReps: 13,
     windowMs: 2_000,
     contenders: 16,
     processes: 4,
