@@ -40,7 +40,7 @@ export function roundTripPlacement(): Placement | Unplaced {
 }
 
 /** Every CPU of the machine, to give a placed process back to the scheduler. */
-function allCpus(): string {
+export function allCpus(): string {
   return `0-${os.availableParallelism() - 1}`;
 }
 
@@ -74,6 +74,6 @@ export async function withRoundTripPlacement<T extends object>(
     return { ...(await run()), placement };
   } finally {
     placeProcess(serverPid, allCpus());
-    workers.placeOn(allCpus());
+    workers.unplace();
   }
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { placeProcess } from '../affinity.js';
+import { allCpus, placeProcess } from '../affinity.js';
 import { fileURLToPath } from 'node:url';
 import type {
   ContentionEvents,
@@ -122,6 +122,14 @@ export class NamedWorkers {
   placeOn(cpus: string): void {
     this.cpus = cpus;
     for (const worker of this.workers.values()) placeProcess(worker.pid, cpus);
+  }
+
+  /** Gives every worker back to the scheduler; those started later are left to it. */
+  unplace(): void {
+    if (this.cpus === undefined) return;
+    this.cpus = undefined;
+    for (const worker of this.workers.values())
+      placeProcess(worker.pid, allCpus());
   }
 
   /** True the first time it is asked about the worker now named `name` (it warms up then). */
