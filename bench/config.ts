@@ -18,6 +18,11 @@ export interface BenchConfig {
     readonly sliceMs: number;
     /** A contender and the raw baseline beside it take turns this long. */
     readonly switchMs: number;
+    /**
+     * Repetitions for the rows a target judges (`uncontendedTargetIds`); the
+     * raw baseline runs beside each of them, and the other rows get `reps`.
+     */
+    readonly targetedReps: number;
     /** Concurrent loops in B. */
     readonly loopsB: number;
   };
@@ -105,20 +110,24 @@ export const fullConfig: BenchConfig = {
   // 21 repetitions: the 7th and 15th ratio bound the median at 92.2%, where
   // 15 gave the 4th and 12th at 96.5% (about +4 minutes for A and B): a
   // repetition or two that a slow phase of the VM hit no longer sets the
-  // bound.
+  // bound. The rows a target judges get 35: the 13th and 23rd at 91.0%, an
+  // interval that spans 31% of the ordered ratios instead of 43%, for
+  // about a minute more per scenario.
   uncontended: {
     reps: 21,
+    targetedReps: 35,
     warmupMs: 200,
     sliceMs: 500,
     switchMs: 50,
     loopsB: 64,
   },
-  // 13 repetitions of the targeted rows: the 4th and 10th ratio bound the
-  // median at 90.8%, where 9 gave the 2nd and 8th at 96% and 3 only
-  // min..max (each 4 more cost about 3 minutes).
+  // 23 repetitions of the targeted rows: the 8th and 16th ratio bound the
+  // median at 90.7%, an interval that spans 39% of the ordered ratios,
+  // where 13 gave the 4th and 10th at 90.8% (54%), 9 the 2nd and 8th at 96%
+  // and 3 only min..max (each 4 more cost about 3 minutes).
   contention: {
     reps: 3,
-    targetedReps: 13,
+    targetedReps: 23,
     windowMs: 2_000,
     contenders: 16,
     processes: 4,
@@ -172,6 +181,7 @@ export const smokeConfig: BenchConfig = {
   jitWarmupMs: 100,
   uncontended: {
     reps: 1,
+    targetedReps: 1,
     warmupMs: 100,
     sliceMs: 200,
     switchMs: 50,

@@ -150,11 +150,11 @@ async function main(): Promise<void> {
     I: config.semaphore.windowMs / 1000 + 0.6,
     J: config.rwlock.windowMs / 1000 + 0.6,
   };
-  const uncontendedCount = cli.pick(uncontendedIds).length;
+  const uncontendedPicked = cli.pick(uncontendedIds);
   const planned: Record<Scenario, number> = {
-    A: plannedUncontended(ctx, uncontendedCount),
+    A: plannedUncontended(ctx, uncontendedPicked),
     // B also counts each contender's promises per cycle, one short step each.
-    B: plannedUncontended(ctx, uncontendedCount) + uncontendedCount,
+    B: plannedUncontended(ctx, uncontendedPicked) + uncontendedPicked.length,
     C: plannedContention(ctx, cli.pick(contentionIds)),
     D: plannedQuorum(ctx, cli.pick(quorumIds).length),
     E: plannedServerCeiling,

@@ -8,7 +8,10 @@ import { deploymentsTable } from './sections/h-deployments.js';
 import { semaphoreTable } from './sections/i-semaphore.js';
 import { readWriteTable } from './sections/j-rwlock.js';
 import { targetsTable } from './sections/intro.js';
-import { comparedRows } from './sections/uncontended.js';
+import {
+  comparedRows,
+  repetitionsOfUncontended,
+} from './sections/uncontended.js';
 import { checkTargets } from './targets.js';
 
 /** A and B in short: each contender's cycles/s and its ratio to the raw baseline with the bounds. */
@@ -17,7 +20,7 @@ function uncontendedRatios(r: BenchResults, scenario: 'A' | 'B'): string[] {
   if (!result) return [];
   const base = result.rows.find((row) => row.id === 'raw');
   return [
-    `${scenario}  ${scenario === 'A' ? 'one loop, sequential cycles' : `${result.loops} concurrent loops, distinct keys`} (${result.reps} repetition(s)):`,
+    `${scenario}  ${scenario === 'A' ? 'one loop, sequential cycles' : `${result.loops} concurrent loops, distinct keys`} (${repetitionsOfUncontended(result)}):`,
     table(
       ['contender', 'cycles/s', 'x raw', 'lower..upper'],
       result.rows.map((row) => {

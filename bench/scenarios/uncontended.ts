@@ -55,6 +55,8 @@ export interface UncontendedResult {
   readonly scenario: 'A' | 'B';
   readonly loops: number;
   readonly reps: number;
+  /** Repetitions of the rows a target judges (absent in runs from before: `reps`). */
+  readonly targetedReps?: number;
   readonly sliceMs: number;
   /** Length of a turn in a side-by-side slice (absent in runs from before turns). */
   readonly switchMs?: number;
@@ -64,6 +66,17 @@ export interface UncontendedResult {
   readonly placement?: Placement | Unplaced;
   readonly rows: UncontendedRow[];
 }
+
+/**
+ * The rows of A and B that a target judges: ours against the raw baseline,
+ * and the fenced cycle against the unfenced one. They get
+ * `targetedReps` repetitions, the other rows `reps`.
+ */
+export const uncontendedTargetIds: readonly string[] = [
+  'ours-service',
+  'ours-decorator',
+  'ours-service-fenced',
+];
 
 /**
  * The contenders that take turns with `id` in one repetition: the raw
@@ -116,24 +129,30 @@ export async function runUncontended(
   ids: readonly string[] = uncontendedIds,
 ): Promise<UncontendedResult> {
   const { reps, warmupMs, sliceMs, switchMs, loopsB } = ctx.config.uncontended;
+  const allReps = repetitionsFor(ctx, ids);
   const loops = scenario === 'A' ? 1 : loopsB;
   const slices = new Map<string, UncontendedSlice[]>(ids.map((id) => [id, []]));
   const errors = new Map<string, string>();
   const others = ids.filter((id) => id !== 'raw');
   const withRaw = ids.includes('raw');
-  /** Each contender of repetition `rep` with the group it takes turns in. */
+  /**
+   * Each contender of repetition `rep` with the group it takes turns in;
+   * after `reps`, only the targeted ones.
+   */
   const groups = (rep: number) =>
-    (others.length > 0 ? rotation(others, rep) : ids).map((id, index) => ({
-      id,
-      group: turnGroup(id, withRaw, rep + index),
-    }));
+    (others.length > 0 ? rotation(others, rep) : ids)
+      .map((id, index) => ({
+        id,
+        group: turnGroup(id, withRaw, rep + index),
+      }))
+      .filter(({ id }) => rep < reps || uncontendedTargetIds.includes(id));
   // Started all at once: they load while the first groups run.
   for (const { id, group } of groups(0))
     for (const each of group) workers.for(workerName(each, id));
-  for (let rep = 0; rep < reps; rep++) {
+  for (let rep = 0; rep < allReps; rep++) {
     for (const { id, group } of groups(rep)) {
       ctx.progress.step(
-        `${scenario}: ${group.join(' | ')} (rep ${rep + 1}/${reps})`,
+        `${scenario}: ${group.join(' | ')} (rep ${rep + 1}/${rep < reps ? reps : allReps})`,
       );
       if (group.some((each) => errors.has(each))) continue;
       const outcome = await runInTurns(
@@ -200,6 +219,7 @@ export async function runUncontended(
     scenario,
     loops,
     reps,
+    targetedReps: allReps,
     sliceMs,
     switchMs: ctx.config.uncontended.switchMs,
     turnsAcrossProcesses: true,
@@ -228,9 +248,23 @@ export async function runUncontended(
   };
 }
 
+/** Repetitions of the targeted rows among `ids`: `targetedReps` when any is there. */
+function repetitionsFor(ctx: BenchContext, ids: readonly string[]): number {
+  const { reps, targetedReps } = ctx.config.uncontended;
+  return ids.some((id) => uncontendedTargetIds.includes(id))
+    ? Math.max(reps, targetedReps)
+    : reps;
+}
+
 /** Steps in one scenario: each contender beside the raw baseline, per repetition. */
-export function plannedUncontended(ctx: BenchContext, count: number): number {
-  return ctx.config.uncontended.reps * Math.max(1, count - 1);
+export function plannedUncontended(
+  ctx: BenchContext,
+  ids: readonly string[],
+): number {
+  const { reps } = ctx.config.uncontended;
+  const extra = repetitionsFor(ctx, ids) - reps;
+  const targeted = ids.filter((id) => uncontendedTargetIds.includes(id));
+  return reps * Math.max(1, ids.length - 1) + extra * targeted.length;
 }
 
 /**
