@@ -68,3 +68,19 @@ export function errorText(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.split('\n')[0].slice(0, 200);
 }
+
+/**
+ * What follows an error message's first line (a child process's last lines,
+ * say), at most its last `maxLines` non-empty lines; undefined when there is
+ * none. For a failure's cause, which {@link errorText} leaves out.
+ */
+export function errorDetail(error: unknown, maxLines = 30): string | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  const rest = message
+    .split('\n')
+    .slice(1)
+    .filter((line) => line.trim() !== '')
+    .slice(-maxLines)
+    .map((line) => line.slice(0, 300));
+  return rest.length > 0 ? rest.join('\n') : undefined;
+}

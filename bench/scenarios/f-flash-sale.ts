@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { median } from '../stats.js';
-import { errorText, type BenchContext } from './context.js';
+import { errorDetail, errorText, type BenchContext } from './context.js';
 
 /**
  * F's plug-in point: the flash-sale app's load tool. When this file exists
@@ -48,6 +48,8 @@ export interface FlashSaleRun {
 export interface FlashSaleResult {
   readonly status: 'pending' | 'skipped' | 'ran' | 'failed';
   readonly message: string;
+  /** A failure's cause beyond its first line: an app instance's last lines, say. */
+  readonly detail?: string;
   readonly options?: Omit<FlashSaleLoadOptions, 'lock'>;
   readonly runs?: FlashSaleRun[];
   readonly lockRequestsPerSec?: number;
@@ -156,7 +158,10 @@ export async function runFlashSale(
       scriptOnlyP99Ms: pick(false, (r) => r.p99Ms),
     };
   } catch (error) {
-    ctx.progress.log(`F failed: ${errorText(error)}`);
-    return { status: 'failed', message: errorText(error) };
+    const detail = errorDetail(error);
+    ctx.progress.log(
+      `F failed: ${errorText(error)}${detail ? `\n${detail}` : ''}`,
+    );
+    return { status: 'failed', message: errorText(error), detail };
   }
 }

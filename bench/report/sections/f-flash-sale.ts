@@ -16,6 +16,7 @@ export function flashSaleSection(f: FlashSaleResult): string[] {
     );
   } else if (f.status === 'skipped' || f.status === 'failed') {
     out.push(`${f.status === 'failed' ? 'Failed: ' : ''}${f.message}`, '');
+    if (f.detail) out.push('```text', f.detail, '```', '');
   } else {
     const o = f.options!;
     out.push(
