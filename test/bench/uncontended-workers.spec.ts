@@ -5,8 +5,15 @@
  * moves its round trips more than the code does: every process must belong
  * to one group only.
  */
+import { fullConfig } from '../../bench/config.js';
 import { uncontendedIds } from '../../bench/contenders/index.js';
-import { turnGroup, workerName } from '../../bench/scenarios/uncontended.js';
+import type { BenchContext } from '../../bench/scenarios/context.js';
+import {
+  plannedUncontended,
+  turnGroup,
+  uncontendedTargetIds,
+  workerName,
+} from '../../bench/scenarios/uncontended.js';
 
 describe('A and B worker processes', () => {
   it('run the turns of one group each, the raw baseline and the compared-with contender included', () => {
@@ -31,5 +38,25 @@ describe('A and B worker processes', () => {
       const workers = new Set(group.map((each) => workerName(each, id)));
       expect(workers.size).toBe(group.length);
     }
+  });
+});
+
+describe('A and B repetitions', () => {
+  const ctx = { config: fullConfig } as BenchContext;
+  const { reps, targetedReps } = fullConfig.uncontended;
+
+  it('give the rows a target judges more repetitions than the rest', () => {
+    expect(targetedReps).toBeGreaterThan(reps);
+    for (const id of uncontendedTargetIds) expect(uncontendedIds).toContain(id);
+  });
+
+  it('plan the extra repetitions for the targeted rows only', () => {
+    const targeted = uncontendedIds.filter((id) =>
+      uncontendedTargetIds.includes(id),
+    ).length;
+    expect(plannedUncontended(ctx, uncontendedIds)).toBe(
+      reps * (uncontendedIds.length - 1) + (targetedReps - reps) * targeted,
+    );
+    expect(plannedUncontended(ctx, ['raw', 'ours-service-lease'])).toBe(reps);
   });
 });
