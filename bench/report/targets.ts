@@ -50,6 +50,15 @@ function ratioCheck(
   };
 }
 
+/** A and B: the least cycles/s of each row against the raw baseline's. */
+export const uncontendedMinimumToRaw: Readonly<Record<string, number>> = {
+  'ours-service': 0.95,
+  'ours-decorator': 0.85,
+};
+
+/** A and B: the fenced cycle, judged against the unfenced one in the same turns. */
+export const fencedRowId = 'ours-service-fenced';
+
 /** A and B: ours against the raw baseline, the fenced cycle against the unfenced one. */
 function uncontendedChecks(r: BenchResults): TargetCheck[] {
   const checks: TargetCheck[] = [];
@@ -58,10 +67,7 @@ function uncontendedChecks(r: BenchResults): TargetCheck[] {
     if (!result) continue;
     const base = result.rows.find((row) => row.id === 'raw');
     const row = (id: string) => result.rows.find((x) => x.id === id);
-    for (const [id, min] of [
-      ['ours-service', 0.95],
-      ['ours-decorator', 0.85],
-    ] as const) {
+    for (const [id, min] of Object.entries(uncontendedMinimumToRaw)) {
       const found = row(id);
       if (!found || !base) continue;
       checks.push(
@@ -73,7 +79,7 @@ function uncontendedChecks(r: BenchResults): TargetCheck[] {
         ),
       );
     }
-    const fenced = row('ours-service-fenced');
+    const fenced = row(fencedRowId);
     const service = row('ours-service');
     if (fenced && service) {
       checks.push(

@@ -7,6 +7,10 @@
  */
 import { fullConfig } from '../../bench/config.js';
 import { uncontendedIds } from '../../bench/contenders/index.js';
+import {
+  fencedRowId,
+  uncontendedMinimumToRaw,
+} from '../../bench/report/targets.js';
 import type { BenchContext } from '../../bench/scenarios/context.js';
 import {
   plannedUncontended,
@@ -47,6 +51,10 @@ describe('A and B repetitions', () => {
 
   it('give the rows a target judges more repetitions than the rest', () => {
     expect(targetedReps).toBeGreaterThan(reps);
+    // The rows the report's targets judge, no more and no fewer.
+    expect(uncontendedTargetIds.toSorted()).toEqual(
+      [...Object.keys(uncontendedMinimumToRaw), fencedRowId].toSorted(),
+    );
     for (const id of uncontendedTargetIds) expect(uncontendedIds).toContain(id);
   });
 
