@@ -22,22 +22,36 @@ export interface AppInstanceOptions {
   readonly startTimeoutMs: number;
   /** Called with every line the instance logs. */
   readonly onLine?: (index: number, line: string) => void;
+  /**
+   * Another free port, for a first start that found `port` taken (see
+   * {@link AppInstance.start}). Without it such a start fails.
+   */
+  readonly choosePort?: () => Promise<number>;
 }
+
+/** Starts on a new port after finding the chosen one taken, at most this often. */
+const portRetries = 3;
 
 /** One flash-sale app instance, a separate OS process on its own port. */
 export class AppInstance {
   private process?: GuardedProcess;
   /** How often it was started (1 + restarts). */
   starts = 0;
+  private currentPort: number;
+  /** Whether it ever answered `GET /health`: from then on its port is its own. */
+  private served = false;
 
-  constructor(private readonly options: AppInstanceOptions) {}
+  constructor(private readonly options: AppInstanceOptions) {
+    this.currentPort = options.port;
+  }
 
   get index(): number {
     return this.options.index;
   }
 
+  /** The port it listens on: the one it was given, or another if that was taken at its first start. */
   get port(): number {
-    return this.options.port;
+    return this.currentPort;
   }
 
   get pid(): number | undefined {
@@ -49,10 +63,44 @@ export class AppInstance {
     return this.process?.tail() ?? '';
   }
 
-  /** Starts the process and resolves once `GET /health` answers 200. */
+  /**
+   * Starts the process and resolves once `GET /health` answers 200.
+   *
+   * A port found free is free only until something else binds it, and any
+   * outgoing connection's local port counts: an instance's pool connections
+   * to Redis and the database can take the very port another instance was
+   * told to listen on. An instance that never served yet and exits with
+   * EADDRINUSE is started again on a port from `choosePort`; once it served,
+   * clients know its port, and it keeps it.
+   */
   async start(): Promise<void> {
+    for (let retry = 0; ; retry++) {
+      try {
+        await this.startOnce();
+        this.served = true;
+        return;
+      } catch (error) {
+        const { choosePort } = this.options;
+        if (
+          this.served ||
+          !choosePort ||
+          retry >= portRetries ||
+          !this.logTail().includes('EADDRINUSE')
+        )
+          throw error;
+        this.options.onLine?.(
+          this.index,
+          `[loadtest] port ${this.currentPort} was taken; starting again on another`,
+        );
+        this.currentPort = await choosePort();
+      }
+    }
+  }
+
+  private async startOnce(): Promise<void> {
     if (this.pid !== undefined) throw new Error(`${this.name} is running`);
-    const { index, port, env, fromBuild, onLine } = this.options;
+    const { index, env, fromBuild, onLine } = this.options;
+    const port = this.currentPort;
     this.starts += 1;
     const proc = spawnGuarded(
       nodeArgs(fromBuild ? APP_BUILD : APP_SOURCE),
@@ -107,7 +155,7 @@ export class AppInstance {
   }
 
   private get name(): string {
-    return `Instance ${this.options.index + 1} (port ${this.options.port})`;
+    return `Instance ${this.options.index + 1} (port ${this.currentPort})`;
   }
 }
 

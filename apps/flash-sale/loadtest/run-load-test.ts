@@ -102,6 +102,7 @@ export async function runLoadTest(
           env,
           fromBuild: options.fromBuild,
           startTimeoutMs: options.startTimeoutMs,
+          choosePort: () => getFreePort(),
           onLine: (i, line) => {
             if (line.includes('SECKILL_LOCK=off')) lockOff.add(i);
             input.onInstanceLog?.(i, line);
@@ -126,7 +127,9 @@ export async function runLoadTest(
       );
     }
 
-    for (const port of ports) {
+    // An instance that found its port taken is on another one now.
+    const servedPorts = instances.map((instance) => instance.port);
+    for (const port of servedPorts) {
       clients.push(
         new InstanceClient(port, options.concurrency, options.requestTimeoutMs),
       );
@@ -172,7 +175,7 @@ export async function runLoadTest(
     );
     // What the instances' metrics held before the load (the warm-up, the
     // startup), taken off what they hold after it.
-    const metricsBefore = await scrapeTimeHistograms(ports);
+    const metricsBefore = await scrapeTimeHistograms(servedPorts);
     const setupMs = performance.now() - setupStarted;
     event(
       `Coupon ${couponId} with stock ${options.couponStock}: sending ${options.requests} requests ` +

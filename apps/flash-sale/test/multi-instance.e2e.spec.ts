@@ -1,4 +1,8 @@
+import { once } from 'node:events';
+import net from 'node:net';
 import { createLockService } from '../../../test/support/lock-fixtures.js';
+import { getFreePort } from '../../../test/support/ports.js';
+import { AppInstance, healthStatus } from '../loadtest/instances.js';
 import { runLoadTest } from '../loadtest/run-load-test.js';
 import {
   buy,
@@ -132,6 +136,43 @@ describe.skipIf(!postgres)('SECKILL_LOCK=off (load tests only)', () => {
     } finally {
       await Promise.all([locked.close(), unlocked.close()]);
       await other.close();
+    }
+  });
+
+  it('starts an instance on another port when its own was taken by an outgoing connection', async () => {
+    // A connection's local port blocks a server from listening on it: one of
+    // the instances' own pool connections can take the port chosen for
+    // another instance.
+    const held = net.connect(
+      Number(new URL(sale.redisServer.url).port),
+      '127.0.0.1',
+    );
+    await once(held, 'connect');
+    const taken = held.localPort!;
+    const lines: string[] = [];
+    const instance = new AppInstance({
+      index: 0,
+      port: taken,
+      env: {
+        ...process.env,
+        REDIS_URL: sale.redisServer.url,
+        DATABASE_URL: sale.db.url,
+        LOCAL_REDIS: '0',
+        NO_COLOR: '1',
+      },
+      fromBuild: false,
+      startTimeoutMs: 60_000,
+      onLine: (_index, line) => lines.push(line),
+      choosePort: () => getFreePort(),
+    });
+    try {
+      await instance.start();
+      expect(instance.port).not.toBe(taken);
+      expect(await healthStatus(instance.port)).toBe(200);
+      expect(lines.join('\n')).toContain('EADDRINUSE');
+    } finally {
+      await instance.stop();
+      held.destroy();
     }
   });
 });
