@@ -2,6 +2,10 @@ import type { BenchResults } from '../results.js';
 import type { ContentionRow } from '../scenarios/c-contention.js';
 import { heapToleranceBytes } from '../scenarios/g-soak.js';
 import {
+  fencedRowId,
+  uncontendedMinimumToRaw,
+} from '../scenarios/uncontended.js';
+import {
   medianInterval,
   referenceInterval,
   throughputInterval,
@@ -49,15 +53,6 @@ function ratioCheck(
     moonshot,
   };
 }
-
-/** A and B: the least cycles/s of each row against the raw baseline's. */
-export const uncontendedMinimumToRaw: Readonly<Record<string, number>> = {
-  'ours-service': 0.95,
-  'ours-decorator': 0.85,
-};
-
-/** A and B: the fenced cycle, judged against the unfenced one in the same turns. */
-export const fencedRowId = 'ours-service-fenced';
 
 /** A and B: ours against the raw baseline, the fenced cycle against the unfenced one. */
 function uncontendedChecks(r: BenchResults): TargetCheck[] {

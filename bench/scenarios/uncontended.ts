@@ -67,15 +67,23 @@ export interface UncontendedResult {
   readonly rows: UncontendedRow[];
 }
 
+/** A and B: the least cycles/s of each row against the raw baseline's (a target each). */
+export const uncontendedMinimumToRaw: Readonly<Record<string, number>> = {
+  'ours-service': 0.95,
+  'ours-decorator': 0.85,
+};
+
+/** A and B: the fenced cycle, judged against the unfenced one in the same turns. */
+export const fencedRowId = 'ours-service-fenced';
+
 /**
  * The rows of A and B that a target judges: ours against the raw baseline,
  * and the fenced cycle against the unfenced one. They get
  * `targetedReps` repetitions, the other rows `reps`.
  */
 export const uncontendedTargetIds: readonly string[] = [
-  'ours-service',
-  'ours-decorator',
-  'ours-service-fenced',
+  ...Object.keys(uncontendedMinimumToRaw),
+  fencedRowId,
 ];
 
 /**
@@ -248,12 +256,15 @@ export async function runUncontended(
   };
 }
 
+/** The targeted rows among `ids`. */
+function targetedAmong(ids: readonly string[]): string[] {
+  return ids.filter((id) => uncontendedTargetIds.includes(id));
+}
+
 /** Repetitions of the targeted rows among `ids`: `targetedReps` when any is there. */
 function repetitionsFor(ctx: BenchContext, ids: readonly string[]): number {
   const { reps, targetedReps } = ctx.config.uncontended;
-  return ids.some((id) => uncontendedTargetIds.includes(id))
-    ? Math.max(reps, targetedReps)
-    : reps;
+  return targetedAmong(ids).length > 0 ? Math.max(reps, targetedReps) : reps;
 }
 
 /** Steps in one scenario: each contender beside the raw baseline, per repetition. */
@@ -263,8 +274,7 @@ export function plannedUncontended(
 ): number {
   const { reps } = ctx.config.uncontended;
   const extra = repetitionsFor(ctx, ids) - reps;
-  const targeted = ids.filter((id) => uncontendedTargetIds.includes(id));
-  return reps * Math.max(1, ids.length - 1) + extra * targeted.length;
+  return reps * Math.max(1, ids.length - 1) + extra * targetedAmong(ids).length;
 }
 
 /**

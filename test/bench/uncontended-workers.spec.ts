@@ -7,13 +7,11 @@
  */
 import { fullConfig } from '../../bench/config.js';
 import { uncontendedIds } from '../../bench/contenders/index.js';
-import {
-  fencedRowId,
-  uncontendedMinimumToRaw,
-} from '../../bench/report/targets.js';
 import type { BenchContext } from '../../bench/scenarios/context.js';
 import {
+  fencedRowId,
   plannedUncontended,
+  uncontendedMinimumToRaw,
   turnGroup,
   uncontendedTargetIds,
   workerName,
