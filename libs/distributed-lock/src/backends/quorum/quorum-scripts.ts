@@ -25,9 +25,8 @@ type ScriptName = keyof typeof scripts;
 
 /**
  * extend-many.lua takes three keys per renewal, so its key count goes with
- * each call (ioredis reads it as the first argument).
+ * each call, as its first argument.
  */
-const extendManyCommand = 'quorumLockExtendMany';
 const extendManyLua = read('extend-many');
 
 /** The text of every quorum script, as Redis caches it (for health probes). */
@@ -86,18 +85,15 @@ export class QuorumScripts {
   private readonly sessionPrefix: string;
   private readonly extendManyCommand: ScriptCommand;
 
-  /** Registers the scripts on `client` (idempotent). */
+  /** Callers of the scripts on `client`. */
   constructor(
     private readonly client: Redis,
     keyPrefix: string,
   ) {
-    this.commands = defineScripts(client, 'quorumLock', scripts);
-    const target = client as unknown as Record<string, unknown>;
-    if (typeof target[extendManyCommand] !== 'function')
-      client.defineCommand(extendManyCommand, { lua: extendManyLua });
-    this.extendManyCommand = (target[extendManyCommand] as ScriptCommand).bind(
-      client,
-    );
+    this.commands = defineScripts(client, scripts);
+    this.extendManyCommand = defineScripts(client, {
+      extendMany: { lua: extendManyLua },
+    }).extendMany;
     this.sessionPrefix = `${client.options?.keyPrefix ?? ''}${keyPrefix}`;
   }
 

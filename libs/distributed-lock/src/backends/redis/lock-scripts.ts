@@ -14,8 +14,8 @@ const withIncludes = (name: string): string =>
 
 /**
  * Every script, read once when this module loads. The text is fixed from then
- * on, so ioredis runs each with EVALSHA and falls back to EVAL after a
- * NOSCRIPT (for example after Redis restarted and lost its script cache).
+ * on, so each runs by EVALSHA, and by EVAL after a NOSCRIPT (for example
+ * after Redis restarted and lost its script cache).
  */
 const scripts = {
   lockAcquire: { numberOfKeys: 3, lua: withIncludes('acquire') },
@@ -42,7 +42,7 @@ export const lockScriptSources: readonly string[] = Object.values(scripts).map(
 /** The script commands this backend adds to its ioredis client. */
 export type LockScriptCommands = Record<ScriptName, ScriptCommand>;
 
-/** Registers the scripts on `client` (idempotent) and returns typed callers. */
+/** Typed callers of the scripts on `client`. */
 export function defineLockScripts(client: Redis | Cluster): LockScriptCommands {
-  return defineScripts(client, 'distributedLock', scripts);
+  return defineScripts(client, scripts);
 }

@@ -20,11 +20,11 @@ const scripts = {
 
 export type SemaphoreScripts = Record<keyof typeof scripts, ScriptCommand>;
 
-/** Registers the scripts on `client` (idempotent) and returns typed callers. */
+/** Typed callers of the scripts on `client`. */
 export function defineSemaphoreScripts(
   client: Redis | Cluster,
 ): SemaphoreScripts {
-  return defineScripts(client, 'distributedLock', scripts);
+  return defineScripts(client, scripts);
 }
 
 /**
