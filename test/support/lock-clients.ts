@@ -2,10 +2,12 @@
  * Lock services for fault tests, and matchers that pick one lock command out
  * of a client's traffic (for the proxy's cutAfterRequest).
  */
+import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 // Straight from the source files, not the package index: the index pulls in
 // the Nest module, decorator and interceptor, which costs child processes
 // (workers/) about half a second of start-up each.
+import { lockScriptTexts } from '../../libs/distributed-lock/src/backends/redis/lock-scripts.js';
 import { RedisLockBackend } from '../../libs/distributed-lock/src/backends/redis/redis-lock-backend.js';
 import { coalesceWrites } from '../../libs/distributed-lock/src/backends/redis/write-coalescing.js';
 import { LockService } from '../../libs/distributed-lock/src/lock-service/lock.service.js';
@@ -78,26 +80,6 @@ export function waitingIn(backend: RedisLockBackend): number {
   return backend.bookkeeping().waiters ?? 0;
 }
 
-/** The scripts `client` has defined, by the lock's name for them (`lockRelease`, ...). */
-function lockScripts(client: Redis): Map<string, { lua: string; sha: string }> {
-  const defined = (
-    client as unknown as {
-      scriptsSet: Record<string, { lua: string; sha: string }>;
-    }
-  ).scriptsSet;
-  const scripts = new Map<string, { lua: string; sha: string }>();
-  for (const [name, script] of Object.entries(defined)) {
-    if (name.startsWith('distributedLock'))
-      scripts.set(
-        name
-          .slice('distributedLock'.length)
-          .replace(/^./, (c) => c.toLowerCase()),
-        script,
-      );
-  }
-  return scripts;
-}
-
 /** Matches a command `command` (e.g. `set`) on `key` in a client's traffic. */
 export function commandOn(
   command: string,
@@ -112,16 +94,16 @@ export function commandOn(
 
 /**
  * Matches a run of the lock script `script` (e.g. `lockRelease`) on `key`:
- * an EVALSHA, or the EVAL with the script's text that ioredis sends the first
- * time a connection runs it.
+ * an EVALSHA, or the EVAL with the script's text that a client sends the
+ * first time it runs it.
  */
 export function scriptCall(
-  client: Redis,
   script: string,
   key: string,
 ): (chunk: Buffer) => boolean {
-  const found = lockScripts(client).get(script);
-  if (!found) throw new Error(`no lock script named ${script}`);
+  const lua = (lockScriptTexts as Record<string, string | undefined>)[script];
+  if (lua === undefined) throw new Error(`no lock script named ${script}`);
+  const found = { lua, sha: createHash('sha1').update(lua).digest('hex') };
   return (chunk) => {
     const text = chunk.toString('latin1');
     return (

@@ -68,7 +68,7 @@ describe('an acquisition whose answer was lost', () => {
   it('an acquisition with fence: true gets the lock its first run took, with a token above the one that run issued', async () => {
     const s = throughProxy();
     const cut = fixture.proxy.cutAfterRequest(
-      scriptCall(s.client, 'lockAcquireFenced', 'lock:{fenced-grant}'),
+      scriptCall('lockAcquireFenced', 'lock:{fenced-grant}'),
     );
     const started = Date.now();
     const handle = await s.locks.acquire('fenced-grant', {
@@ -95,7 +95,7 @@ describe('an acquisition whose answer was lost', () => {
     const blocker = await rival.locks.acquire('queued');
     const s = throughProxy();
     const cut = fixture.proxy.cutAfterRequest(
-      scriptCall(s.client, 'lockAcquire', 'lock:{queued}'),
+      scriptCall('lockAcquire', 'lock:{queued}'),
     );
     const waiting = s.locks.acquire('queued', { waitTime: 10_000 });
     await cut;
@@ -122,7 +122,7 @@ describe('a fencing token request whose answer was lost', () => {
     const s = throughProxy();
     const handle = await s.locks.acquire('refence');
     const cut = fixture.proxy.cutAfterRequest(
-      scriptCall(s.client, 'lockFence', 'lock:{refence}'),
+      scriptCall('lockFence', 'lock:{refence}'),
     );
     const fence = await handle.fence();
     await cut;
@@ -155,7 +155,6 @@ describe('a release whose answer was lost', () => {
           .toBe(1);
       const cut = fixture.proxy.cutAfterRequest(
         scriptCall(
-          s.client,
           contended ? 'lockRelease' : 'lockReleaseUnqueued',
           `lock:{${name}}`,
         ),
@@ -190,7 +189,7 @@ describe('a release whose answer was lost', () => {
       .poll(() => fixture.redis.llen('lock:{release-local}:queue'))
       .toBe(1);
     const cut = fixture.proxy.cutAfterRequest(
-      scriptCall(s.client, 'lockRelease', 'lock:{release-local}'),
+      scriptCall('lockRelease', 'lock:{release-local}'),
     );
     expect(await holder.release()).toBe(true);
     await cut;

@@ -34,6 +34,12 @@ const scripts = {
 
 type ScriptName = keyof typeof scripts;
 
+/** Each lock script's text by its name (`lockRelease`, ...), for tests that spot its calls. */
+export const lockScriptTexts: Readonly<Record<ScriptName, string>> =
+  Object.fromEntries(
+    Object.entries(scripts).map(([name, script]) => [name, script.lua]),
+  ) as Record<ScriptName, string>;
+
 /** The text of every lock script, as Redis caches it (for health probes). */
 export const lockScriptSources: readonly string[] = Object.values(scripts).map(
   (script) => script.lua,
