@@ -36,9 +36,10 @@ export function readScriptWithIncludes(
 }
 
 /**
- * Callers of every script of `table` on `client`, each sent by EVALSHA and,
- * when Redis answers NOSCRIPT (restarted, failed over, or `SCRIPT FLUSH`),
- * once more by EVAL in full, which caches it again. Nothing is added to the
+ * Callers of every script of `table` on `client`: each is sent in full
+ * (EVAL) on its first call and by its SHA (EVALSHA) after that, and in full
+ * once more whenever a server answers NOSCRIPT (restarted, failed over, a
+ * Cluster node not sent it yet, or `SCRIPT FLUSH`). Nothing is added to the
  * client itself.
  */
 export function defineScripts<Name extends string>(
@@ -72,8 +73,8 @@ function scriptCommand(
     keyPrefix: client.options.keyPrefix,
     replyEncoding: utf8,
   });
-  // The first call sends the text (EVAL), which caches the script; later
-  // ones only its SHA, as ioredis does on each new connection.
+  // The first call sends the text, which caches the script on its server;
+  // later ones only its SHA, and a server that lost it answers NOSCRIPT.
   let sent = false;
   return (...keysAndArgs) => {
     const args =

@@ -45,7 +45,7 @@ export const lockScriptSources: readonly string[] = Object.values(scripts).map(
   (script) => script.lua,
 );
 
-/** The script commands this backend adds to its ioredis client. */
+/** Callers of this backend's scripts on its ioredis client. */
 export type LockScriptCommands = Record<ScriptName, ScriptCommand>;
 
 /** Typed callers of the scripts on `client`. */
