@@ -33,6 +33,12 @@ export interface NodeReplies<T> {
  * An answer that arrives after the round resolved goes to `onLate`, for
  * example to give back a vote nobody counted. One timer serves the round;
  * it runs until every call settled or the time is up.
+ *
+ * When the timer fires, answers already read off the sockets are counted
+ * first: Node runs due timers before it reads sockets, so after this process
+ * stalled (a GC pause, a CPU-bound handler) the timer would otherwise blame
+ * nodes that answered on time. The round closes on the next check phase,
+ * after one pass over the sockets.
  */
 export function askEveryNode<T>(
   count: number,
@@ -72,13 +78,17 @@ export function askEveryNode<T>(
     };
     const close = (): void => {
       clearTimeout(timer);
+      if (overdue !== undefined) clearImmediate(overdue);
       finish();
       closed = true;
       endRest?.(silentNodes());
     };
+    let overdue: NodeJS.Immediate | undefined;
     const timer = setTimeout(() => {
-      firstError ??= new Error(`no answer within ${timeoutMs} ms`);
-      close();
+      overdue = setImmediate(() => {
+        firstError ??= new Error(`no answer within ${timeoutMs} ms`);
+        close();
+      });
     }, timeoutMs);
     const settleOne = (): void => {
       pending -= 1;
