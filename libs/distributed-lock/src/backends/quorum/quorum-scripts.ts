@@ -19,21 +19,16 @@ const scripts = {
   fence: { numberOfKeys: 2, lua: read('fence') },
   raiseFence: { numberOfKeys: 1, lua: read('raise-fence') },
   isLocked: { numberOfKeys: 1, lua: withHolderSession('is-locked') },
+  // Three keys per renewal: the key count goes with each call, first.
+  extendMany: { lua: read('extend-many') },
 } as const;
 
 type ScriptName = keyof typeof scripts;
 
-/**
- * extend-many.lua takes three keys per renewal, so its key count goes with
- * each call, as its first argument.
- */
-const extendManyLua = read('extend-many');
-
 /** The text of every quorum script, as Redis caches it (for health probes). */
-export const quorumScriptSources: readonly string[] = [
-  ...Object.values(scripts).map((script) => script.lua),
-  extendManyLua,
-];
+export const quorumScriptSources: readonly string[] = Object.values(
+  scripts,
+).map((script) => script.lua);
 
 /** One lease renewal of extend-many.lua. */
 export interface LeaseRenewal {
@@ -83,7 +78,6 @@ export class QuorumScripts {
    * only the keys it is given, not those a script makes up.
    */
   private readonly sessionPrefix: string;
-  private readonly extendManyCommand: ScriptCommand;
 
   /** Callers of the scripts on `client`. */
   constructor(
@@ -91,9 +85,6 @@ export class QuorumScripts {
     keyPrefix: string,
   ) {
     this.commands = defineScripts(client, scripts);
-    this.extendManyCommand = defineScripts(client, {
-      extendMany: { lua: extendManyLua },
-    }).extendMany;
     this.sessionPrefix = `${client.options?.keyPrefix ?? ''}${keyPrefix}`;
   }
 
@@ -207,7 +198,7 @@ export class QuorumScripts {
       keys.push(k.lock, k.waiters, k.freed);
       args.push(token, leaseMs);
     }
-    const reply = await this.extendManyCommand(
+    const reply = await this.commands.extendMany(
       keys.length,
       ...keys,
       ...args,
