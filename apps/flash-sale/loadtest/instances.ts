@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { getFreePort } from '../../../test/support/ports.js';
 import {
   nodeArgs,
   spawnGuarded,
@@ -24,7 +25,7 @@ export interface AppInstanceOptions {
   readonly onLine?: (index: number, line: string) => void;
   /**
    * Another free port, for a first start that found `port` taken (see
-   * {@link AppInstance.start}). Without it such a start fails.
+   * {@link AppInstance.start}). Default: one the system hands out.
    */
   readonly choosePort?: () => Promise<number>;
 }
@@ -80,10 +81,8 @@ export class AppInstance {
         this.served = true;
         return;
       } catch (error) {
-        const { choosePort } = this.options;
         if (
           this.served ||
-          !choosePort ||
           retry >= portRetries ||
           !this.logTail().includes('EADDRINUSE')
         )
@@ -92,6 +91,7 @@ export class AppInstance {
           this.index,
           `[loadtest] port ${this.currentPort} was taken; starting again on another`,
         );
+        const { choosePort = getFreePort } = this.options;
         this.currentPort = await choosePort();
       }
     }

@@ -102,7 +102,6 @@ export async function runLoadTest(
           env,
           fromBuild: options.fromBuild,
           startTimeoutMs: options.startTimeoutMs,
-          choosePort: () => getFreePort(),
           onLine: (i, line) => {
             if (line.includes('SECKILL_LOCK=off')) lockOff.add(i);
             input.onInstanceLog?.(i, line);

@@ -1,7 +1,6 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import { createLockService } from '../../../test/support/lock-fixtures.js';
-import { getFreePort } from '../../../test/support/ports.js';
 import { AppInstance, healthStatus } from '../loadtest/instances.js';
 import { runLoadTest } from '../loadtest/run-load-test.js';
 import {
@@ -163,7 +162,6 @@ describe.skipIf(!postgres)('SECKILL_LOCK=off (load tests only)', () => {
       fromBuild: false,
       startTimeoutMs: 60_000,
       onLine: (_index, line) => lines.push(line),
-      choosePort: () => getFreePort(),
     });
     try {
       await instance.start();

@@ -78,7 +78,6 @@ export async function startEmbeddedCluster(
         env,
         fromBuild: false,
         startTimeoutMs: 30_000,
-        choosePort: () => getFreePort(),
         onLine: (instance, text) =>
           lines.push({ instance, at: Date.now(), text }),
       }),
