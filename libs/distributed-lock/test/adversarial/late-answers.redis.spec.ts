@@ -102,4 +102,22 @@ describe('late answers and lost wake-ups', () => {
     expect(await fixture.redis.get('lock:{mk:b}')).toBe(handle.token);
     expect(await handle.release()).toBe(true);
   });
+
+  it("an answer read after the process's own stall is not taken for a timeout", async () => {
+    const s = open({ commandTimeoutMs: 50 });
+    const held = await s.locks.acquire('stalled-caller');
+    const releasing = held.release();
+    // Let the call reach the socket (microtasks only: nothing is read yet).
+    for (let i = 0; i < 20 && s.client.commandQueue.length === 0; i++)
+      await Promise.resolve();
+    expect(s.client.commandQueue.length).toBe(1);
+    // Redis answers at once; this process reads nothing until the block
+    // ends, and by then the call's deadline is overdue too.
+    const until = performance.now() + 200;
+    while (performance.now() < until) {
+      // a long GC pause, a CPU-bound handler
+    }
+    expect(await releasing).toBe(true);
+    expect(await fixture.redis.call('EXISTS', 'lock:{stalled-caller}')).toBe(0);
+  });
 });

@@ -80,10 +80,21 @@ export class CallDeadlines {
   }
 
   private arm(delayMs: number): NodeJS.Timeout {
-    const timer = setTimeout(this.sweep, Math.max(0, delayMs));
+    const timer = setTimeout(this.sweepAfterReads, Math.max(0, delayMs));
     timer.unref();
     return timer;
   }
+
+  /**
+   * Node runs due timers before it reads sockets: after this process stalled
+   * past a deadline (a GC pause, a CPU-bound handler), answers that came in
+   * time would be read only after the sweep had expired their calls. The
+   * sweep waits for the check phase, after one pass over the sockets. (Not
+   * unreferenced: the loop would then wait in that pass for the next I/O.)
+   */
+  private readonly sweepAfterReads = (): void => {
+    setImmediate(this.sweep);
+  };
 
   private readonly sweep = (): void => {
     this.timer = undefined;
