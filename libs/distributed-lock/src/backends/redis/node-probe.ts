@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { monotonicNow } from '../../lease/lease-clock.js';
+import { answerDeadline } from '../answer-deadline.js';
 import type { LockNodeHealth } from '../backend-health.js';
 
 /** Lua scripts a probe looks for, with the SHA1 digests Redis caches them under. */
@@ -93,30 +94,26 @@ async function cacheScripts(
   }
 }
 
-/** One timer for every step of a probe. */
+/** One time limit for every step of a probe (see {@link answerDeadline}). */
 class TimeLimit {
-  private readonly timer: NodeJS.Timeout;
+  readonly clear: () => void;
   private readonly expired: Promise<never>;
 
   constructor(readonly ms: number) {
     let expire!: (error: Error) => void;
     this.expired = new Promise<never>((_, reject) => (expire = reject));
     this.expired.catch(() => undefined);
-    this.timer = setTimeout(
-      () => expire(new Error(`no answer within ${ms} ms`)),
-      Math.max(0, ms),
-    );
     // A command still pending holds its connection open, which keeps the
     // process alive as long as needed.
-    this.timer.unref();
+    this.clear = answerDeadline(
+      ms,
+      () => expire(new Error(`no answer within ${ms} ms`)),
+      { unref: true },
+    );
   }
 
   race<T>(pending: Promise<T>): Promise<T> {
     return Promise.race([pending, this.expired]);
-  }
-
-  clear(): void {
-    clearTimeout(this.timer);
   }
 }
 
