@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { monotonicNow } from '../../lease/lease-clock.js';
-import { answerDeadline } from '../answer-deadline.js';
 import type { LockNodeHealth } from '../backend-health.js';
 
 /** Lua scripts a probe looks for, with the SHA1 digests Redis caches them under. */
@@ -94,26 +93,30 @@ async function cacheScripts(
   }
 }
 
-/** One time limit for every step of a probe (see {@link answerDeadline}). */
+/** One timer for every step of a probe. */
 class TimeLimit {
-  readonly clear: () => void;
+  private readonly timer: NodeJS.Timeout;
   private readonly expired: Promise<never>;
 
   constructor(readonly ms: number) {
     let expire!: (error: Error) => void;
     this.expired = new Promise<never>((_, reject) => (expire = reject));
     this.expired.catch(() => undefined);
+    this.timer = setTimeout(
+      () => expire(new Error(`no answer within ${ms} ms`)),
+      Math.max(0, ms),
+    );
     // A command still pending holds its connection open, which keeps the
     // process alive as long as needed.
-    this.clear = answerDeadline(
-      ms,
-      () => expire(new Error(`no answer within ${ms} ms`)),
-      { unref: true },
-    );
+    this.timer.unref();
   }
 
   race<T>(pending: Promise<T>): Promise<T> {
     return Promise.race([pending, this.expired]);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
   }
 }
 
