@@ -25,3 +25,14 @@ export function settledFlag(promise: Promise<unknown>): () => boolean {
   );
   return () => settled;
 }
+
+/**
+ * Keeps this process busy for `ms`, as a long GC pause or a CPU-bound
+ * handler would: nothing is read off the sockets meanwhile.
+ */
+export function blockEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // spin
+  }
+}

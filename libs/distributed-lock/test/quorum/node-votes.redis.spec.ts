@@ -1,15 +1,8 @@
 import { askEveryNode } from '../../src/backends/quorum/node-votes.js';
+import { blockEventLoop } from '../../../../test/support/lock-fixtures.js';
 import { useQuorumNodes } from './quorum-fixtures.js';
 
 const nodes = useQuorumNodes({ three: true, look: 'three' });
-
-/** Keeps this process busy, as a long GC pause or a CPU-bound handler would. */
-function blockEventLoop(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // spin
-  }
-}
 
 describe('askEveryNode when the caller itself stalls', () => {
   it('counts answers that arrived while its own event loop was blocked past the timeout', async () => {

@@ -76,6 +76,7 @@ export function askEveryNode<T>(
             : new Promise((r) => (endRest = r))),
       });
     };
+    let overdue: NodeJS.Immediate | undefined;
     const close = (): void => {
       clearTimeout(timer);
       if (overdue !== undefined) clearImmediate(overdue);
@@ -83,7 +84,6 @@ export function askEveryNode<T>(
       closed = true;
       endRest?.(silentNodes());
     };
-    let overdue: NodeJS.Immediate | undefined;
     const timer = setTimeout(() => {
       overdue = setImmediate(() => {
         firstError ??= new Error(`no answer within ${timeoutMs} ms`);
