@@ -1,4 +1,5 @@
 import { LockBackendError } from '../../errors/lock-errors.js';
+import { answerDeadline } from '../answer-deadline.js';
 
 /** One node's answer to a call sent to every node. */
 export interface NodeReply<T> {
@@ -33,12 +34,8 @@ export interface NodeReplies<T> {
  * An answer that arrives after the round resolved goes to `onLate`, for
  * example to give back a vote nobody counted. One timer serves the round;
  * it runs until every call settled or the time is up.
- *
- * When the timer fires, answers already read off the sockets are counted
- * first: Node runs due timers before it reads sockets, so after this process
- * stalled (a GC pause, a CPU-bound handler) the timer would otherwise blame
- * nodes that answered on time. The round closes on the next check phase,
- * after one pass over the sockets.
+ * Answers that reached the process before the timeout count even when it
+ * was itself stalled past it (see {@link answerDeadline}).
  */
 export function askEveryNode<T>(
   count: number,
@@ -76,20 +73,16 @@ export function askEveryNode<T>(
             : new Promise((r) => (endRest = r))),
       });
     };
-    let overdue: NodeJS.Immediate | undefined;
     const close = (): void => {
-      clearTimeout(timer);
-      if (overdue !== undefined) clearImmediate(overdue);
+      cancelDeadline();
       finish();
       closed = true;
       endRest?.(silentNodes());
     };
-    const timer = setTimeout(() => {
-      overdue = setImmediate(() => {
-        firstError ??= new Error(`no answer within ${timeoutMs} ms`);
-        close();
-      });
-    }, timeoutMs);
+    const cancelDeadline = answerDeadline(timeoutMs, () => {
+      firstError ??= new Error(`no answer within ${timeoutMs} ms`);
+      close();
+    });
     const settleOne = (): void => {
       pending -= 1;
       if (pending === 0) close();

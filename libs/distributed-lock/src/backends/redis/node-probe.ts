@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { monotonicNow } from '../../lease/lease-clock.js';
+import { answerDeadline } from '../answer-deadline.js';
 import type { LockNodeHealth } from '../backend-health.js';
 
 /** Lua scripts a probe looks for, with the SHA1 digests Redis caches them under. */
@@ -51,7 +52,7 @@ export async function probeRedisNode(
       ...(await cacheScripts(client, scripts, cached, limit)),
     };
   } catch (error) {
-    return { address, up: false, message: describe(error) };
+    return { address, up: false, message: describe(error, client) };
   } finally {
     limit.clear();
   }
@@ -72,7 +73,7 @@ async function cacheScripts(
   try {
     reply = await limit.race(cached);
   } catch (error) {
-    return { message: `scripts not checked: ${describe(error)}` };
+    return { message: `scripts not checked: ${describe(error, client)}` };
   }
   const flags = Array.isArray(reply) ? reply : [];
   const missing = scripts.sources.filter(
@@ -88,35 +89,31 @@ async function cacheScripts(
     return {
       scriptsLoaded: false,
       scriptsMissing: missing.length,
-      message: `scripts not loaded: ${describe(error)}`,
+      message: `scripts not loaded: ${describe(error, client)}`,
     };
   }
 }
 
-/** One timer for every step of a probe. */
+/** One time limit for every step of a probe (see {@link answerDeadline}). */
 class TimeLimit {
-  private readonly timer: NodeJS.Timeout;
+  readonly clear: () => void;
   private readonly expired: Promise<never>;
 
   constructor(readonly ms: number) {
     let expire!: (error: Error) => void;
     this.expired = new Promise<never>((_, reject) => (expire = reject));
     this.expired.catch(() => undefined);
-    this.timer = setTimeout(
-      () => expire(new Error(`no answer within ${ms} ms`)),
-      Math.max(0, ms),
-    );
     // A command still pending holds its connection open, which keeps the
     // process alive as long as needed.
-    this.timer.unref();
+    this.clear = answerDeadline(
+      ms,
+      () => expire(new Error(`no answer within ${ms} ms`)),
+      { unref: true },
+    );
   }
 
   race<T>(pending: Promise<T>): Promise<T> {
     return Promise.race([pending, this.expired]);
-  }
-
-  clear(): void {
-    clearTimeout(this.timer);
   }
 }
 
@@ -132,6 +129,18 @@ function addressOf(client: Redis): string {
   return `${host ?? '127.0.0.1'}:${port ?? 6379}`;
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** How ioredis rejects a command that outlived the client's `commandTimeout`. */
+const clientTimedOut = 'Command timed out';
+
+/**
+ * The client's own time limit is worded like the probe's: when both are the
+ * same (an app's health limit is often its client's `commandTimeout`), the
+ * client's timer fires first, and the report should not depend on which.
+ */
+function describe(error: unknown, client: Redis): string {
+  if (!(error instanceof Error)) return String(error);
+  const { commandTimeout } = client.options;
+  if (error.message === clientTimedOut && commandTimeout)
+    return `no answer within ${commandTimeout} ms`;
+  return error.message;
 }

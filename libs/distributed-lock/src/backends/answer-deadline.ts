@@ -1,0 +1,32 @@
+/**
+ * A time limit on answers from Redis that does not blame Redis for this
+ * process's own stalls. Node runs due timers before it reads sockets, so
+ * after the process was blocked past the limit (a long GC pause, a
+ * CPU-bound handler) a plain timer fires before answers that came in time
+ * are read. This one calls `onExpired` on the check phase after its timer,
+ * once the sockets were read; an answer read there settles first.
+ *
+ * `unref` applies to the timer only: the immediate stays referenced, since
+ * an unreferenced one would wait in that pass over the sockets for the next
+ * I/O (a paused Redis kept the expiry back until it thawed).
+ *
+ * @returns a function that cancels the limit
+ */
+export function answerDeadline(
+  ms: number,
+  onExpired: () => void,
+  options: { readonly unref?: boolean } = {},
+): () => void {
+  let overdue: NodeJS.Immediate | undefined;
+  const timer = setTimeout(
+    () => {
+      overdue = setImmediate(onExpired);
+    },
+    Math.max(0, ms),
+  );
+  if (options.unref) timer.unref();
+  return () => {
+    clearTimeout(timer);
+    if (overdue !== undefined) clearImmediate(overdue);
+  };
+}
