@@ -30,3 +30,28 @@ export function answerDeadline(
     if (overdue !== undefined) clearImmediate(overdue);
   };
 }
+
+/**
+ * `pending`'s outcome, or a rejection with `expired()` when it has not
+ * settled within `ms`, by the rule of {@link answerDeadline}.
+ */
+export function answerWithin<T>(
+  pending: Promise<T>,
+  ms: number,
+  expired: () => Error,
+  options: { readonly unref?: boolean } = {},
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const cancel = answerDeadline(ms, () => reject(expired()), options);
+    pending.then(
+      (value) => {
+        cancel();
+        resolve(value);
+      },
+      (error: unknown) => {
+        cancel();
+        reject(error as Error);
+      },
+    );
+  });
+}

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { LockBackendError } from '../../errors/lock-errors.js';
+import { answerWithin } from '../../backends/answer-deadline.js';
 import { monotonicNow } from '../../lease/lease-clock.js';
 import type {
   SemaphoreBackend,
@@ -75,8 +76,16 @@ export class RedisSemaphoreBackend implements SemaphoreBackend {
   ): Promise<SemaphoreGrant | SemaphoreBusy> {
     if (this.closed) throw closedError();
     const startedAt = monotonicNow();
-    if (request.waitMs <= 0 || request.signal?.aborted)
-      return this.attempt(request, false, startedAt);
+    if (request.waitMs <= 0 || request.signal?.aborted) {
+      try {
+        return await this.attempt(request, false, startedAt);
+      } catch (error) {
+        // Timed out, the script may still run and grant the permits: the
+        // release queues behind it on the connection and gives them back.
+        void this.leaveQueue(request);
+        throw error;
+      }
+    }
     const signal = AbortSignal.any([
       this.stopAll.signal,
       ...(request.signal ? [request.signal] : []),
@@ -203,20 +212,11 @@ export class RedisSemaphoreBackend implements SemaphoreBackend {
     return this.bounded(pending, what);
   }
 
-  /** `pending`, failing with `LockBackendError` after the command timeout. */
+  /**
+   * `pending`, failing with `LockBackendError` after the command timeout
+   * (an answer read after this process's own stall still counts).
+   */
   private bounded<T>(pending: Promise<T>, what: string): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new LockBackendError(
-              `Semaphore ${what}: Redis did not answer within ${this.commandTimeoutMs} ms`,
-            ),
-          ),
-        this.commandTimeoutMs,
-      );
-    });
     const answered = pending.catch((error: unknown) => {
       if (error instanceof SemaphoreLimitMismatchError) throw error;
       throw new LockBackendError(
@@ -224,7 +224,14 @@ export class RedisSemaphoreBackend implements SemaphoreBackend {
         { cause: error },
       );
     });
-    return Promise.race([answered, timeout]).finally(() => clearTimeout(timer));
+    return answerWithin(
+      answered,
+      this.commandTimeoutMs,
+      () =>
+        new LockBackendError(
+          `Semaphore ${what}: Redis did not answer within ${this.commandTimeoutMs} ms`,
+        ),
+    );
   }
 }
 
