@@ -55,3 +55,22 @@ export function answerWithin<T>(
     );
   });
 }
+
+/**
+ * Resolves true when `pending` settles within `ms`, false otherwise, by the
+ * rule of {@link answerDeadline}; never rejects.
+ */
+export function settlesWithin(
+  pending: Promise<unknown>,
+  ms: number,
+  options: { readonly unref?: boolean } = {},
+): Promise<boolean> {
+  return new Promise((resolve) => {
+    const cancel = answerDeadline(ms, () => resolve(false), options);
+    const settled = (): void => {
+      cancel();
+      resolve(true);
+    };
+    pending.then(settled, settled);
+  });
+}

@@ -186,19 +186,3 @@ export function describeSilence(
       : `; first failure: ${(firstError as Error)?.message ?? String(firstError)}`;
   return `Redlock ${what}: only ${answered} of ${count} Redis nodes answered, a majority is ${quorum}${cause}`;
 }
-
-/** Resolves true when `pending` settles within `ms`, false otherwise; never rejects. */
-export function settlesWithin(
-  pending: Promise<unknown>,
-  ms: number,
-): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), Math.max(0, ms));
-    timer.unref();
-    const done = (): void => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-    pending.then(done, done);
-  });
-}

@@ -8,7 +8,8 @@ import type {
   LockGrant,
 } from '../lock-backend.js';
 import type { LockBackendHealth } from '../backend-health.js';
-import { askForMajority, settlesWithin, type Majority } from './node-votes.js';
+import { settlesWithin } from '../answer-deadline.js';
+import { askForMajority, type Majority } from './node-votes.js';
 import { probeQuorum } from './quorum-health.js';
 import { QuorumAcquisition } from './quorum-acquire.js';
 import { contendedMemoryMs, releaseUnlessQueued } from './quorum-fast-paths.js';
@@ -277,6 +278,7 @@ export class QuorumLockBackend implements LockBackend {
       await settlesWithin(
         Promise.allSettled(this.background),
         patience - monotonicNow(),
+        { unref: true },
       );
     }
     this.channels.close();
@@ -312,6 +314,8 @@ function assertLease(leaseMs: number): void {
 /** QUIT, or a hard disconnect when the node does not answer in time. */
 async function quit(client: Redis, timeoutMs: number): Promise<void> {
   if (client.status === 'end') return;
-  const answered = await settlesWithin(client.quit(), timeoutMs);
+  const answered = await settlesWithin(client.quit(), timeoutMs, {
+    unref: true,
+  });
   if (!answered) client.disconnect();
 }

@@ -7,6 +7,7 @@ import type {
   LockGrant,
   SessionStore,
 } from '../lock-backend.js';
+import { settlesWithin } from '../answer-deadline.js';
 import type { LockBackendHealth } from '../backend-health.js';
 import { LockContext } from './lock-context.js';
 import { probeRedisBackend } from './redis-health.js';
@@ -15,7 +16,6 @@ import {
   type RedisLockBackendOptions,
 } from './redis-lock-options.js';
 import { ReplicaAckCheck } from './replica-acks.js';
-import { withDeadline } from './tracked-calls.js';
 
 export type { RedisLockBackendOptions } from './redis-lock-options.js';
 
@@ -175,7 +175,7 @@ export class RedisLockBackend implements LockBackend {
     if (this.ownsClient) {
       // A Redis that stopped answering must not hold up the app's shutdown.
       const quit = c.client.quit().catch(() => undefined);
-      if (!(await withDeadline(quit, commandTimeoutMs))) c.client.disconnect();
+      if (!(await settlesWithin(quit, commandTimeoutMs))) c.client.disconnect();
     }
   }
 

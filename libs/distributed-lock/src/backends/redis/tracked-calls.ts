@@ -1,4 +1,5 @@
 import { LockBackendError } from '../../errors/lock-errors.js';
+import { settlesWithin } from '../answer-deadline.js';
 import { CallDeadlines } from './call-deadlines.js';
 
 /**
@@ -98,29 +99,9 @@ export class TrackedCalls {
     const patience = Date.now() + ms;
     while (this.underWay > 0 && Date.now() < patience) {
       const idle = new Promise<void>((resolve) => (this.onIdle = resolve));
-      await withDeadline(idle, patience - Date.now());
+      await settlesWithin(idle, patience - Date.now());
     }
     this.onIdle = undefined;
     this.deadlines.stopWhenIdle();
   }
-}
-
-/** Resolves true when `pending` settles within `ms`, false otherwise (never rejects). */
-export function withDeadline(
-  pending: Promise<unknown>,
-  ms: number,
-): Promise<boolean> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), Math.max(0, ms));
-    pending.then(
-      () => {
-        clearTimeout(timer);
-        resolve(true);
-      },
-      () => {
-        clearTimeout(timer);
-        resolve(true);
-      },
-    );
-  });
 }

@@ -1,0 +1,43 @@
+import { once } from 'node:events';
+import { Redis } from 'ioredis';
+import { settlesWithin } from '../src/backends/answer-deadline.js';
+import { blockEventLoop } from '../../../test/support/lock-fixtures.js';
+import {
+  startRedisServer,
+  type RedisServerHandle,
+} from '../../../test/support/redis-server.js';
+
+let server: RedisServerHandle;
+let client: Redis;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  client = new Redis(server.url);
+  await once(client, 'ready');
+});
+
+afterAll(async () => {
+  client.disconnect();
+  await server.stop();
+});
+
+describe('settlesWithin (the patience of shutdowns and drains)', () => {
+  it("counts an answer read after the process's own stall as in time", async () => {
+    const answered = settlesWithin(client.ping(), 50);
+    // PING is on the wire; its answer is read only after the block, when
+    // the 50 ms are overdue too.
+    blockEventLoop(200);
+    expect(await answered).toBe(true);
+  });
+
+  it('gives up on an answer that does not come in time', async () => {
+    const paused = new Redis(server.url);
+    try {
+      await paused.call('CLIENT', 'PAUSE', '300', 'ALL');
+      expect(await settlesWithin(client.ping(), 50)).toBe(false);
+    } finally {
+      paused.disconnect();
+      await client.ping(); // answered once the pause is over
+    }
+  });
+});
