@@ -4,6 +4,7 @@ import type {
   LockNodeHealth,
   LockStoreKind,
 } from '../backends/backend-health.js';
+import { answerWithin } from '../backends/answer-deadline.js';
 import type { LockBackend } from '../backends/lock-backend.js';
 import { monotonicNow } from '../lease/lease-clock.js';
 import { checkedMs } from '../lock-service/lock-settings.js';
@@ -139,24 +140,22 @@ export class LockHealthIndicator {
     }
   }
 
-  /** A backend without `probe` is up when an `isLocked` call answers in time. */
+  /**
+   * A backend without `probe` is up when an `isLocked` call answers in time
+   * (an answer read after this process's own stall counts).
+   */
   private async timeIsLocked(timeoutMs: number): Promise<LockBackendHealth> {
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    });
     const startedAt = monotonicNow();
     try {
-      await Promise.race([this.locks.isLocked(customBackendKey), expired]);
+      await answerWithin(
+        this.locks.isLocked(customBackendKey),
+        timeoutMs,
+        () => new Error(`no answer within ${timeoutMs} ms`),
+      );
       const latencyMs = Math.round((monotonicNow() - startedAt) * 10) / 10;
       return { up: true, store: 'custom', latencyMs, nodes: [] };
     } catch (error) {
       return customBackendDown(error);
-    } finally {
-      clearTimeout(timer);
     }
   }
 }

@@ -16,7 +16,10 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
-import { eventually } from '../../../../test/support/lock-fixtures.js';
+import {
+  blockEventLoop,
+  eventually,
+} from '../../../../test/support/lock-fixtures.js';
 import { useHealthApps } from './health-fixtures.js';
 
 let server: RedisServerHandle;
@@ -232,6 +235,30 @@ describe('LockHealthIndicator on other backends', () => {
     expect(hung.httpStatus).toBe(503);
     expect(hung.lock.message).toBe('no answer within 100 ms');
     expect(hung.elapsedMs).toBeLessThan(500);
+  });
+
+  it("counts an isLocked answer read after the process's own stall as in time", async () => {
+    const memory = new MemoryLockBackend();
+    const custom: LockBackend = {
+      acquire: (request) => memory.acquire(request),
+      extend: (key, token, leaseMs) => memory.extend(key, token, leaseMs),
+      release: (key, token) => memory.release(key, token),
+      fence: (key, token) => memory.fence(key, token),
+      // Answered by a real Redis, as a store of the user's would be.
+      isLocked: () => observer.ping().then(() => false),
+      close: () => memory.close(),
+    };
+    const { check } = await open({ backend: custom });
+    await observer.ping();
+    const checking = check({ timeout: 50 });
+    for (let i = 0; i < 1_000 && observer.commandQueue.length === 0; i++)
+      await Promise.resolve();
+    expect(observer.commandQueue.length).toBeGreaterThan(0);
+    // The answer is read only after the block, when the 50 ms are overdue.
+    blockEventLoop(200);
+    const checked = await checking;
+    expect(checked.lock.message).toBeUndefined();
+    expect(checked.lock.status).toBe('up');
   });
 });
 
