@@ -1,6 +1,9 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { settlesWithin } from '../src/backends/answer-deadline.js';
+import {
+  answerWithin,
+  settlesWithin,
+} from '../src/backends/answer-deadline.js';
 import { blockEventLoop } from '../../../test/support/lock-fixtures.js';
 import {
   startRedisServer,
@@ -35,6 +38,27 @@ describe('settlesWithin (the patience of shutdowns and drains)', () => {
     try {
       await paused.call('CLIENT', 'PAUSE', '300', 'ALL');
       expect(await settlesWithin(client.ping(), 50)).toBe(false);
+    } finally {
+      paused.disconnect();
+      await client.ping(); // answered once the pause is over
+    }
+  });
+});
+
+describe('answerWithin (the time limit of startup checks and health calls)', () => {
+  it("takes an answer read after the process's own stall", async () => {
+    const answer = answerWithin(client.ping(), 50);
+    blockEventLoop(200);
+    expect(await answer).toBe('PONG');
+  });
+
+  it('rejects with the limit once it passed without an answer', async () => {
+    const paused = new Redis(server.url);
+    try {
+      await paused.call('CLIENT', 'PAUSE', '300', 'ALL');
+      await expect(answerWithin(client.ping(), 50)).rejects.toThrow(
+        'no answer within 50 ms',
+      );
     } finally {
       paused.disconnect();
       await client.ping(); // answered once the pause is over

@@ -32,15 +32,19 @@ export function answerDeadline(
 }
 
 /**
- * `pending`'s outcome, or a rejection with `expired()` when it has not
- * settled within `ms`, by the rule of {@link answerDeadline}.
+ * `pending`'s outcome, or a rejection once it has not settled within `ms`,
+ * by the rule of {@link answerDeadline}: with `expired()`'s error, by
+ * default "no answer within `ms` ms".
  */
 export function answerWithin<T>(
   pending: Promise<T>,
   ms: number,
-  expired: () => Error,
-  options: { readonly unref?: boolean } = {},
+  options: {
+    readonly unref?: boolean;
+    readonly expired?: () => Error;
+  } = {},
 ): Promise<T> {
+  const { expired = () => new Error(`no answer within ${ms} ms`) } = options;
   return new Promise<T>((resolve, reject) => {
     const cancel = answerDeadline(ms, () => reject(expired()), options);
     pending.then(

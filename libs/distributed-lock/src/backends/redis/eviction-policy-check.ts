@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
+import { answerWithin } from '../answer-deadline.js';
 
 /** Where {@link warnIfLocksCanBeEvicted} reports; a Nest `Logger` fits. */
 export type EvictionCheckLogger = Pick<Logger, 'warn' | 'debug'>;
@@ -72,7 +73,9 @@ async function check(
 ): Promise<void> {
   let policy: string;
   try {
-    policy = await withTimeout(readClusterPolicy(client), timeoutMs);
+    policy = await answerWithin(readClusterPolicy(client), timeoutMs, {
+      unref: true,
+    });
   } catch (error) {
     if (!signal?.aborted) {
       logger.debug(
@@ -141,26 +144,6 @@ function parseConfigReply(reply: unknown): string | undefined {
     ? reply[1]
     : (reply as Record<string, unknown> | null)?.['maxmemory-policy'];
   return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-/** `promise`, or a rejection once `ms` passed without its answer (the timer never holds the process). */
-export async function withTimeout<T>(
-  promise: Promise<T>,
-  ms: number,
-): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`no answer within ${ms} ms`)),
-      ms,
-    );
-    timer.unref();
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** An error's message, or the thrown value as text. */

@@ -1,8 +1,8 @@
 import type { Cluster, Redis } from 'ioredis';
+import { answerWithin } from '../answer-deadline.js';
 import {
   defaultTimeoutMs,
   describe,
-  withTimeout,
   type EvictionCheckLogger,
   type EvictionCheckOptions,
 } from './eviction-policy-check.js';
@@ -50,7 +50,9 @@ export async function warnIfRedisTooOld(
   if (client.status !== 'ready' || signal?.aborted) return;
   let versions: string[];
   try {
-    versions = await withTimeout(readVersions(client), timeoutMs);
+    versions = await answerWithin(readVersions(client), timeoutMs, {
+      unref: true,
+    });
   } catch (error) {
     if (!signal?.aborted)
       logger.debug(

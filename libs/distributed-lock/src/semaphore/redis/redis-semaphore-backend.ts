@@ -224,14 +224,12 @@ export class RedisSemaphoreBackend implements SemaphoreBackend {
         { cause: error },
       );
     });
-    return answerWithin(
-      answered,
-      this.commandTimeoutMs,
-      () =>
+    return answerWithin(answered, this.commandTimeoutMs, {
+      expired: () =>
         new LockBackendError(
           `Semaphore ${what}: Redis did not answer within ${this.commandTimeoutMs} ms`,
         ),
-    );
+    });
   }
 }
 
