@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { monotonicNow } from '../../lease/lease-clock.js';
+import { answerWithin } from '../answer-deadline.js';
 
 /** Reads of `run_id` retried on one connection before waiting for the next. */
 const maxReadRetries = 5;
@@ -134,15 +135,7 @@ export class RestartGuard {
     clearTimeout(watch.retry);
     watch.retry = undefined;
     const read = ++watch.reads;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error('INFO server timed out')),
-        this.timeoutMs,
-      );
-      timer.unref();
-    });
-    Promise.race([client.info('server'), late])
+    answerWithin(client.info('server'), this.timeoutMs, { unref: true })
       .then((info) => {
         if (this.closed || read !== watch.reads) return;
         const runId = /^run_id:(\w+)/m.exec(info)?.[1];
@@ -166,7 +159,6 @@ export class RestartGuard {
           return;
         watch.retry = setTimeout(() => this.readRunId(node), this.timeoutMs);
         watch.retry.unref();
-      })
-      .finally(() => clearTimeout(timer));
+      });
   }
 }
