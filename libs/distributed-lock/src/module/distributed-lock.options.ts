@@ -149,7 +149,11 @@ export interface DistributedLockModuleOptions {
    * starts on a batch while Node builds the next. A command on an idle
    * connection (no earlier command awaits its reply) is written at once, as
    * before: only commands issued while others are in flight wait for the
-   * turn's end. `false` writes each command on its own, as ioredis does.
+   * turn's end. These connections also keep each command awaiting its
+   * reply in a queue entry of the library's own class rather than ioredis's
+   * object literal, which V8 may move to the old generation under load, where
+   * finished commands then linger until a full GC. `false` writes each
+   * command on its own and keeps ioredis's entries, as ioredis does.
    * Default true.
    */
   readonly coalesceWrites?: boolean;
