@@ -80,8 +80,11 @@ describe('QuorumLockBackend fast paths (a key not found busy lately)', () => {
     const first = await scriptKeyCounts(nodes.look[0], key, async () => {
       expect((await attempt()).acquired).toBe(false);
     });
-    // Declined by the free check, then answered by acquire.lua.
-    expect(first).toEqual(['2', '4']);
+    // Declined by the free check, then answered by acquire.lua, unless the
+    // other two nodes decided the round before this one's check came back
+    // (one loaded CI run): then only the check.
+    expect(first[0]).toBe('2');
+    expect(first.slice(1)).toEqual(first.length > 1 ? ['4'] : []);
     const second = await scriptKeyCounts(nodes.look[0], key, async () => {
       expect((await attempt()).acquired).toBe(false);
     });
