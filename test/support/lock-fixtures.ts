@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 export { openLocks as createLockService } from './lock-clients.js';
 
 export const sleep = (ms: number) =>
@@ -34,5 +35,19 @@ export function blockEventLoop(ms: number): void {
   const until = performance.now() + ms;
   while (performance.now() < until) {
     // spin
+  }
+}
+
+/**
+ * Holds every client of the Redis at `url` for `ms` (`CLIENT PAUSE ms
+ * ALL`): their commands wait and then run in order. Resolves once the pause
+ * is set.
+ */
+export async function pauseRedis(url: string, ms: number): Promise<void> {
+  const admin = new Redis(url);
+  try {
+    await admin.call('CLIENT', 'PAUSE', String(ms), 'ALL');
+  } finally {
+    admin.disconnect();
   }
 }

@@ -4,7 +4,10 @@ import {
   answerWithin,
   settlesWithin,
 } from '../src/backends/answer-deadline.js';
-import { blockEventLoop } from '../../../test/support/lock-fixtures.js';
+import {
+  blockEventLoop,
+  pauseRedis,
+} from '../../../test/support/lock-fixtures.js';
 import {
   startRedisServer,
   type RedisServerHandle,
@@ -34,12 +37,10 @@ describe('settlesWithin (the patience of shutdowns and drains)', () => {
   });
 
   it('gives up on an answer that does not come in time', async () => {
-    const paused = new Redis(server.url);
     try {
-      await paused.call('CLIENT', 'PAUSE', '300', 'ALL');
+      await pauseRedis(server.url, 300);
       expect(await settlesWithin(client.ping(), 50)).toBe(false);
     } finally {
-      paused.disconnect();
       await client.ping(); // answered once the pause is over
     }
   });
@@ -53,14 +54,12 @@ describe('answerWithin (the time limit of startup checks and health calls)', () 
   });
 
   it('rejects with the limit once it passed without an answer', async () => {
-    const paused = new Redis(server.url);
     try {
-      await paused.call('CLIENT', 'PAUSE', '300', 'ALL');
+      await pauseRedis(server.url, 300);
       await expect(answerWithin(client.ping(), 50)).rejects.toThrow(
         'no answer within 50 ms',
       );
     } finally {
-      paused.disconnect();
       await client.ping(); // answered once the pause is over
     }
   });

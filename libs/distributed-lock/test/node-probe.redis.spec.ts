@@ -8,7 +8,10 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../test/support/redis-server.js';
-import { blockEventLoop } from '../../../test/support/lock-fixtures.js';
+import {
+  blockEventLoop,
+  pauseRedis,
+} from '../../../test/support/lock-fixtures.js';
 
 let server: RedisServerHandle;
 let client: Redis;
@@ -41,14 +44,12 @@ describe('probeRedisNode (the health check of one Redis)', () => {
   });
 
   it('reports a node down that did not answer within the limit', async () => {
-    const paused = new Redis(server.url);
     try {
-      await paused.call('CLIENT', 'PAUSE', '300', 'ALL');
+      await pauseRedis(server.url, 300);
       const health = await probeRedisNode(client, new ProbedScripts([]), 50);
       expect(health.up).toBe(false);
       expect(health.message).toContain('no answer within 50 ms');
     } finally {
-      paused.disconnect();
       await client.ping(); // answered once the pause is over
     }
   });
@@ -57,16 +58,14 @@ describe('probeRedisNode (the health check of one Redis)', () => {
     // The client gives up on PING at the same moment as the probe, as an
     // app's client does whose commandTimeout is the health check's limit.
     const timed = new Redis(server.url, { commandTimeout: 50 });
-    const paused = new Redis(server.url);
     try {
       await once(timed, 'ready');
-      await paused.call('CLIENT', 'PAUSE', '300', 'ALL');
+      await pauseRedis(server.url, 300);
       const health = await probeRedisNode(timed, new ProbedScripts([]), 50);
       expect(health.up).toBe(false);
       expect(health.message).toBe('no answer within 50 ms');
     } finally {
       timed.disconnect();
-      paused.disconnect();
       await client.ping(); // answered once the pause is over
     }
   });

@@ -3,7 +3,10 @@ import { Redis } from 'ioredis';
 import { LockBackendError } from '../../src/errors/lock-errors.js';
 import { RedisSemaphoreBackend } from '../../src/semaphore/redis/redis-semaphore-backend.js';
 import type { SemaphoreRequest } from '../../src/semaphore/semaphore-backend.js';
-import { blockEventLoop } from '../../../../test/support/lock-fixtures.js';
+import {
+  blockEventLoop,
+  pauseRedis,
+} from '../../../../test/support/lock-fixtures.js';
 import {
   startRedisServer,
   type RedisServerHandle,
@@ -72,15 +75,10 @@ describe('Redis semaphore backend: answers that come late', () => {
   it('gives back the permits of a try-once acquisition that timed out but was granted later', async () => {
     const { backend, client } = open(50);
     await client.ping();
-    const pause = new Redis(server.url);
-    try {
-      await pause.call('CLIENT', 'PAUSE', '300', 'ALL');
-      await expect(backend.acquire(request('timed-out'))).rejects.toThrow(
-        LockBackendError,
-      );
-    } finally {
-      pause.disconnect();
-    }
+    await pauseRedis(server.url, 300);
+    await expect(backend.acquire(request('timed-out'))).rejects.toThrow(
+      LockBackendError,
+    );
     // Redis runs the acquisition once the pause ends; its permit must not
     // stay taken for the 30 s lease by a caller that was told it failed.
     const other = open(2_000).backend;
