@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { CallDeadlines } from './call-deadlines.js';
 
 /**
@@ -68,5 +70,33 @@ describe('CallDeadlines', () => {
     for (const call of calls) deadlines.settle(call);
     deadlines.stopWhenIdle();
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+/** A call whose expiry handler is the only holder of `payload`, answered at once. */
+function answeredCall(deadlines: CallDeadlines): WeakRef<object> {
+  const payload = { reply: 'x'.repeat(1_000) };
+  deadlines.settle(deadlines.start(() => void payload));
+  return new WeakRef(payload);
+}
+
+describe('CallDeadlines memory', () => {
+  // V8's gc(), reached without starting Node with --expose-gc.
+  setFlagsFromString('--expose-gc');
+  const collectGarbage = runInNewContext('gc') as () => void;
+
+  it('keeps nothing of an answered call, even while an older call still runs', async () => {
+    const deadlines = new CallDeadlines(60_000);
+    const older = deadlines.start(() => undefined);
+    const answeredFirst = answeredCall(deadlines);
+    const answeredAfter = answeredCall(deadlines);
+    // A WeakRef holds its target until the current job ends.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    collectGarbage();
+
+    expect(answeredFirst.deref()).toBeUndefined();
+    expect(answeredAfter.deref()).toBeUndefined();
+    deadlines.settle(older);
+    deadlines.stopWhenIdle();
   });
 });

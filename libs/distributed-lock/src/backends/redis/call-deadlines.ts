@@ -1,3 +1,5 @@
+const expiredAlready = (): void => undefined;
+
 /** The clock of one call: see {@link CallDeadlines}. */
 export class CallDeadline {
   private state: 'running' | 'settled' | 'expired' = 'running';
@@ -5,7 +7,7 @@ export class CallDeadline {
   /** @internal Created by {@link CallDeadlines.start}. */
   constructor(
     readonly dueAt: number,
-    private readonly onExpired: () => void,
+    private onExpired: () => void,
   ) {}
 
   get running(): boolean {
@@ -16,6 +18,7 @@ export class CallDeadline {
   settle(): boolean {
     if (this.state !== 'running') return false;
     this.state = 'settled';
+    this.onExpired = expiredAlready;
     return true;
   }
 
@@ -23,7 +26,9 @@ export class CallDeadline {
   expire(): void {
     if (this.state !== 'running') return;
     this.state = 'expired';
-    this.onExpired();
+    const onExpired = this.onExpired;
+    this.onExpired = expiredAlready;
+    onExpired();
   }
 }
 
@@ -39,7 +44,7 @@ export class CallDeadline {
  * connection, and that keeps the process alive.
  */
 export class CallDeadlines {
-  private readonly queue: CallDeadline[] = [];
+  private readonly queue: (CallDeadline | undefined)[] = [];
   /** Index of the oldest entry still in {@link queue}. */
   private head = 0;
   private timer?: NodeJS.Timeout;
@@ -100,21 +105,25 @@ export class CallDeadlines {
     this.timer = undefined;
     const now = Date.now();
     while (this.head < this.queue.length) {
-      const oldest = this.queue[this.head];
+      const oldest = this.queue[this.head] as CallDeadline;
       if (oldest.running) {
         if (oldest.dueAt > now) break;
         oldest.expire();
       }
+      this.queue[this.head] = undefined;
       this.head += 1;
     }
     this.compact();
     if (this.head < this.queue.length) {
-      this.timer = this.arm(this.queue[this.head].dueAt - now);
+      this.timer = this.arm(
+        (this.queue[this.head] as CallDeadline).dueAt - now,
+      );
     }
   };
 
   private dropFinished(): void {
-    while (this.head < this.queue.length && !this.queue[this.head].running) {
+    while (this.head < this.queue.length && !this.queue[this.head]?.running) {
+      this.queue[this.head] = undefined;
       this.head += 1;
     }
     this.compact();
