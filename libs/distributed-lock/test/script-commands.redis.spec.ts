@@ -120,6 +120,20 @@ describe('script commands', () => {
     expect(await scripts.keyCount(3, 'a', 'b', 'c', 'argument')).toBe(3);
   });
 
+  it('prefix the keys once when the text is sent again after NOSCRIPT', async () => {
+    const scripts = defineScripts(client({ keyPrefix: 'app:' }), table);
+    await scripts.setAndEcho('k', 'cached');
+    await redis.script('FLUSH');
+
+    expect(await scripts.setAndEcho('k', 'after flush')).toBe('after flush');
+    expect(await scripts.keyCount(2, 'a', 'b', 'argument')).toBe(2);
+    await redis.script('FLUSH');
+    expect(await scripts.keyCount(2, 'a', 'b', 'argument')).toBe(2);
+
+    expect(await redis.get('app:k')).toBe('after flush');
+    expect(await redis.keys('*')).toEqual(['app:k']);
+  });
+
   it('make one promise per call, the command’s own', async () => {
     const scripts = defineScripts(client(), table);
     await scripts.setAndEcho('k', 'warm');

@@ -59,40 +59,74 @@ const utf8 = 'utf8' as const;
  * `Command` rather than `defineCommand`, whose callers cost 1 to 3 µs more
  * CPU per call on the benchmark's machine: a `Command` subclass with a
  * closure made on every write, and a second promise to catch NOSCRIPT on.
- * Here the NOSCRIPT check sits in the command's own rejection, so a call
- * makes one promise, and the retry's only when Redis lost the script. The
- * retry settles the first command, whose promise the caller holds.
+ * Here the NOSCRIPT check sits in the command's own rejection (see
+ * {@link inFullOnNoScript}), so a call makes one promise, and the retry's
+ * only when Redis lost the script. A call builds one array of its own, which
+ * `Command` copies, and shares its options with the other calls while the
+ * client's `keyPrefix` stays.
  */
 function scriptCommand(
   client: Redis | Cluster,
   { lua, numberOfKeys }: ScriptDefinition,
 ): ScriptCommand {
   const sha = createHash('sha1').update(lua).digest('hex');
-  // Read on each call, as ioredis does for its own commands.
-  const options = () => ({
-    keyPrefix: client.options.keyPrefix,
-    replyEncoding: utf8,
-  });
+  // Read on each call, as ioredis does for its own commands; `Command` keeps
+  // nothing of the object, so one serves every call.
+  let options = { keyPrefix: client.options.keyPrefix, replyEncoding: utf8 };
+  const currentOptions = () =>
+    options.keyPrefix === client.options.keyPrefix
+      ? options
+      : (options = {
+          keyPrefix: client.options.keyPrefix,
+          replyEncoding: utf8,
+        });
   // The first call sends the text, which caches the script on its server;
   // later ones only its SHA, and a server that lost it answers NOSCRIPT.
   let sent = false;
   return (...keysAndArgs) => {
-    const args =
-      numberOfKeys === undefined ? keysAndArgs : [numberOfKeys, ...keysAndArgs];
+    const args: (string | number)[] =
+      numberOfKeys === undefined
+        ? [sent ? sha : lua, ...keysAndArgs]
+        : [sent ? sha : lua, numberOfKeys, ...keysAndArgs];
     if (!sent) {
       sent = true;
       return client.sendCommand(
-        new Command('eval', [lua, ...args], options()),
+        new Command('eval', args, currentOptions()),
       ) as Promise<unknown>;
     }
-    const evalsha = new Command('evalsha', [sha, ...args], options());
-    const reject = evalsha.reject;
-    evalsha.reject = (error: Error) => {
-      if (!error.message.startsWith('NOSCRIPT')) return reject(error);
-      const full = new Command('eval', [lua, ...args], options());
-      full.promise.then(evalsha.resolve, reject);
-      void client.sendCommand(full);
-    };
-    return client.sendCommand(evalsha) as Promise<unknown>;
+    return client.sendCommand(
+      inFullOnNoScript(
+        client,
+        new Command('evalsha', args, currentOptions()),
+        lua,
+      ),
+    ) as Promise<unknown>;
   };
+}
+
+/**
+ * Makes `evalsha` send its script's text (`lua`) when Redis answers NOSCRIPT;
+ * the retry settles `evalsha`, whose promise the caller holds. The retry's
+ * arguments are taken from `evalsha` itself (its keys carry the client's
+ * prefix already), not from the caller's array. A handler that kept that
+ * array alive while the command was in flight made much of each call's
+ * garbage outlive V8's young-generation GC under load (B's 64 loops,
+ * bench/probes/promoted-bytes.ts: 850 bytes of each fenced cycle, 40
+ * without), all of it copied to the old generation.
+ */
+function inFullOnNoScript(
+  client: Redis | Cluster,
+  evalsha: Command,
+  lua: string,
+): Command {
+  const reject = evalsha.reject;
+  evalsha.reject = (error: Error) => {
+    if (!error.message.startsWith('NOSCRIPT')) return reject(error);
+    const full = new Command('eval', [lua, ...evalsha.args.slice(1)], {
+      replyEncoding: utf8,
+    });
+    full.promise.then(evalsha.resolve, reject);
+    void client.sendCommand(full);
+  };
+  return evalsha;
 }
