@@ -66,6 +66,8 @@ export interface ContentionResult {
   readonly ownProcesses?: boolean;
   /** Each contender ran in worker processes of its own (absent in runs from before). */
   readonly processesPerContender?: boolean;
+  /** Unmeasured windows per variant before the first measured one (absent in runs from before: one 2 s window at hold 0). */
+  readonly warmup?: { readonly rounds: number; readonly windowMs: number };
   readonly variants: ContentionVariantResult[];
 }
 
@@ -108,38 +110,67 @@ export function plannedContention(
 }
 
 /**
- * An unmeasured window of `jitWarmupMs` on every process of `id`'s pool,
- * spread as in the multi-process variants, so that V8 has optimised the
- * contender's code before its first measured window.
+ * Unmeasured windows of `jitWarmupMs`, `warmupRounds` times in every variant,
+ * so that V8 has optimised the contender's code in each of its processes
+ * for each shape before its first measured window.
  */
 async function warmUp(
   ctx: BenchContext,
   id: string,
   pool: WorkerPool,
 ): Promise<void> {
-  const { jitWarmupMs: windowMs, ttlMs } = ctx.config;
-  if (windowMs <= 0) return;
-  const { contenders, drainMs } = ctx.config.contention;
-  const per = contenders / pool.size;
+  const { jitWarmupMs } = ctx.config;
+  const { warmupRounds } = ctx.config.contention;
+  if (jitWarmupMs <= 0) return;
   ctx.progress.show(`C: warming up ${id}`);
-  await pool.open(id, [ctx.server.url]);
+  for (let round = 0; round < warmupRounds; round++) {
+    for (const [v, variant] of contentionVariants(ctx).entries()) {
+      await runWindow(
+        ctx,
+        pool,
+        id,
+        variant,
+        `bench:C:warm-up:${id}:${round}:${v}`,
+        jitWarmupMs,
+      );
+      await ctx.admin.flushall();
+    }
+  }
+}
+
+/** One window of `variant` on `id`'s pool: each loop's events, per process. */
+async function runWindow(
+  ctx: BenchContext,
+  pool: WorkerPool,
+  id: string,
+  variant: ContentionVariant,
+  key: string,
+  windowMs: number,
+): Promise<{ parts: ContentionEvents[]; startAt: number }> {
+  const { contenders, drainMs } = ctx.config.contention;
+  const per = contenders / variant.processes;
+  await pool.open(id, [ctx.server.url], variant.processes);
   try {
+    // Far enough ahead for every worker to get its spec.
     const startAt = nowMs() + 100;
-    await withTimeout(
-      pool.run(
-        Array.from({ length: pool.size }, (_, w) => ({
-          key: `bench:C:warm-up:${id}`,
-          who: Array.from({ length: per }, (_slot, i) => w * per + i),
-          holdMs: 0,
-          startAt,
-          windowMs,
-          ttlMs,
-          drainMs,
-        })),
-      ),
-      windowMs + drainMs + 30_000,
-      `warming up ${id}`,
+    const specs = Array.from(
+      { length: variant.processes },
+      (_, w): ContentionSpec => ({
+        key,
+        who: Array.from({ length: per }, (_slot, i) => w * per + i),
+        holdMs: variant.holdMs,
+        startAt,
+        windowMs,
+        ttlMs: ctx.config.ttlMs,
+        drainMs,
+      }),
     );
+    const parts = await withTimeout(
+      pool.run(specs),
+      windowMs + drainMs + 30_000,
+      `a window of ${id}`,
+    );
+    return { parts, startAt };
   } finally {
     await pool.close();
   }
@@ -156,7 +187,7 @@ export async function runContentionScenario(
   ctx: BenchContext,
   ids: readonly string[] = contentionIds,
 ): Promise<ContentionResult> {
-  const { reps, targetedReps, windowMs, contenders, processes, drainMs } =
+  const { reps, targetedReps, windowMs, contenders, processes } =
     ctx.config.contention;
   const allReps = Math.max(reps, targetedReps);
   const variants = contentionVariants(ctx);
@@ -188,39 +219,20 @@ export async function runContentionScenario(
             `C: ${variant.label}: ${id} (rep ${rep + 1}/${targeted(id) ? allReps : reps})`,
           );
           if (windows.failed(v, id)) continue;
-          const key = `bench:C:${v}:${id}:${rep}`;
-          const spec = (who: number[], startAt: number): ContentionSpec => ({
-            key,
-            who,
-            holdMs: variant.holdMs,
-            startAt,
-            windowMs,
-            ttlMs: ctx.config.ttlMs,
-            drainMs,
-          });
           const pool = pools.get(id)!;
           await windows.run(
             v,
             id,
             rep,
             async () => {
-              const per = contenders / variant.processes;
-              await pool.open(id, [ctx.server.url], variant.processes);
-              let parts: ContentionEvents[];
-              // Far enough ahead for every worker to get its spec.
-              const startAt = nowMs() + 100;
-              try {
-                parts = await pool.run(
-                  Array.from({ length: variant.processes }, (_, w) =>
-                    spec(
-                      Array.from({ length: per }, (_slot, i) => w * per + i),
-                      startAt,
-                    ),
-                  ),
-                );
-              } finally {
-                await pool.close();
-              }
+              const { parts, startAt } = await runWindow(
+                ctx,
+                pool,
+                id,
+                variant,
+                `bench:C:${v}:${id}:${rep}`,
+                windowMs,
+              );
               return analyzeContention(parts, contenders, startAt, windowMs);
             },
             (text) =>
@@ -240,6 +252,10 @@ export async function runContentionScenario(
     reps,
     targetedReps: allReps,
     windowMs,
+    warmup: {
+      rounds: ctx.config.contention.warmupRounds,
+      windowMs: ctx.config.jitWarmupMs,
+    },
     ownProcesses: true,
     processesPerContender: true,
     variants: variants.map((variant, v) => ({

@@ -79,10 +79,13 @@ export function contentionSection(
     : c.ownProcesses
       ? 'The contenders of each library run in worker processes of their own (the one-process variants in the first of them); each'
       : 'In the multi-process variants every';
+  const warmUp = c.warmup
+    ? ` Before its first measured window each contender ran ${c.warmup.rounds === 1 ? 'an unmeasured window' : `${c.warmup.rounds} unmeasured windows`} of ${c.warmup.windowMs} ms in every variant.`
+    : '';
   out.push(
     `## C. One key, ${c.contenders} contenders`,
     '',
-    `Each window runs ${c.windowMs} ms; per variant ${repetitionsOfRows(c)}. ${processes} worker process has its own instance (its own connections) of the contender. "x raw FIFO" is the median over the repetitions of the ratio to the raw FIFO hand-off's window in the same repetition, with its bounds (see Method); "x raw (polling)" the same to the polling raw lock. "Fairness" is the most acquisitions of one contender over the fewest (∞ when one got none); "self" is the share of acquisitions that went to the contender that had just released; "overlaps" counts acquisitions before the previous holder began releasing (must be 0).`,
+    `Each window runs ${c.windowMs} ms; per variant ${repetitionsOfRows(c)}.${warmUp} ${processes} worker process has its own instance (its own connections) of the contender. "x raw FIFO" is the median over the repetitions of the ratio to the raw FIFO hand-off's window in the same repetition, with its bounds (see Method); "x raw (polling)" the same to the polling raw lock. "Fairness" is the most acquisitions of one contender over the fewest (∞ when one got none); "self" is the share of acquisitions that went to the contender that had just released; "overlaps" counts acquisitions before the previous holder began releasing (must be 0).`,
     '',
     `![Contention chart](${chartFile})`,
     '',
