@@ -105,7 +105,7 @@ describe('fence: true on one Redis', () => {
     expect(await second.release()).toBe(true);
   });
 
-  it('leaves a free lock to the waiter queued for it, when its holder expired while they waited', async () => {
+  it('takes a lock whose holder expired while others queued, as the bare SET does, and its release serves them', async () => {
     const s = fixture.open();
     // A waiter of another process, queued while the last holder's lease ran
     // out: its entry is "<deadline ms>|<grant lease ms>|<token>|<wake list>".
@@ -114,14 +114,18 @@ describe('fence: true on one Redis', () => {
     await fixture.redis.rpush('lock:{expired}:queue', entry);
     const before = await counterOf('expired');
 
-    expect(await s.locks.tryAcquire('expired', { fence: true })).toBeNull();
+    const held = await s.locks.tryAcquire('expired', { fence: true });
 
+    expect(held?.fencingToken).toBeGreaterThan(before);
+    expect(await fixture.redis.get('lock:{expired}')).toBe(held!.token);
+    expect(await fixture.redis.llen('lock:{expired}:queue')).toBe(1);
+    expect(await held!.release()).toBe(true);
     expect(await fixture.redis.get('lock:{expired}')).toBe('queued-token');
     expect(await fixture.redis.llen('lock:{expired}:queue')).toBe(0);
-    // Woken with its token, issued with the grant.
+    // Woken with its token, issued with the grant, after the newcomer's.
     const [message] = await fixture.redis.lrange('other:wake', 0, -1);
     expect(message).toMatch(/^queued-token\|\d+\|lock:\{expired\}$/);
-    expect(Number(message.split('|')[1])).toBeGreaterThan(before);
+    expect(Number(message.split('|')[1])).toBeGreaterThan(held!.fencingToken!);
     await fixture.redis.del('lock:{expired}', 'other:wake');
   });
 

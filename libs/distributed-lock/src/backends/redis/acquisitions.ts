@@ -13,7 +13,7 @@ import type { Started } from './waiter.js';
 
 /**
  * Taking a lock: a bare `SET NX PX` for a key not found busy lately (or
- * acquire.lua without queueing, when the caller wants its fencing token),
+ * acquire-fenced.lua, the same with a fencing token, when the caller wants it),
  * else acquire.lua, which takes the lock or queues the caller; a caller that
  * finds the lock held by another caller in this process waits here behind it.
  */
@@ -150,7 +150,7 @@ export class Acquisitions {
   /**
    * {@link take} for a caller that wants its fencing token: acquire-fenced.lua
    * takes a free lock and issues its token in the same step, still one round
-   * trip. Its 0 (busy, queued for, or ours already after a re-send) goes on
+   * trip. Its 0 (busy, or ours already after a re-send) goes on
    * to the queueing script, as a busy `SET` does.
    */
   private takeFenced(

@@ -48,14 +48,13 @@ export class LockCommands {
   }
 
   /**
-   * acquire-fenced.lua: take a free lock nobody queues for, with its fencing
-   * token; 0 for anything else, which acquire.lua settles.
+   * acquire-fenced.lua: take a free lock with its fencing token, as the bare
+   * `SET NX PX` takes it without; 0 for a busy one, which acquire.lua settles.
    */
   acquireFenced(key: string, token: string, leaseMs: number): Promise<unknown> {
     return this.scripts.lockAcquireFenced(
       key,
       fenceKey(key),
-      queueKey(key),
       token,
       Math.ceil(leaseMs),
     );

@@ -19,7 +19,7 @@ const withIncludes = (name: string): string =>
  */
 const scripts = {
   lockAcquire: { numberOfKeys: 3, lua: withIncludes('acquire') },
-  lockAcquireFenced: { numberOfKeys: 3, lua: withIncludes('acquire-fenced') },
+  lockAcquireFenced: { numberOfKeys: 2, lua: withIncludes('acquire-fenced') },
   lockRelease: { numberOfKeys: 4, lua: withIncludes('release') },
   lockReleaseUnqueued: {
     numberOfKeys: 2,
