@@ -8,17 +8,20 @@ import type { BenchContext } from './context.js';
 const run = promisify(execFile);
 
 /**
- * Our scripts told apart in SLOWLOG by their keys: the uncontended release
- * names the lock and its queue, fence the lock and its counter, the acquire
- * scripts 3 keys (the fenced acquisition's with 2 arguments, the queueing
- * one's with 5) and the release that serves a queue 4.
+ * Our scripts told apart in SLOWLOG by their keys and arguments: the
+ * uncontended release names the lock and its queue; fence and the fenced
+ * acquisition the lock and its counter (fence with the token alone, the
+ * acquisition with the token and the lease); the queueing acquire script 3
+ * keys and the release that serves a queue 4.
  */
 function ourScript(argv: readonly string[]): string {
   const secondKey = argv[4] ?? '';
-  if (argv[2] === '2')
-    return secondKey.endsWith(':fence') ? 'fence' : 'release';
-  // acquire-fenced.lua takes 2 arguments after its 3 keys, acquire.lua 5.
-  if (argv[2] === '3') return argv.length === 8 ? 'fenced acquire' : 'acquire';
+  if (argv[2] === '2') {
+    if (!secondKey.endsWith(':fence')) return 'release';
+    // EVALSHA sha 2 lock counter token [lease]
+    return argv.length === 7 ? 'fenced acquire' : 'fence';
+  }
+  if (argv[2] === '3') return 'acquire';
   return 'queue-serving release';
 }
 
