@@ -110,21 +110,22 @@ export function plannedContention(
 }
 
 /**
- * Unmeasured windows of `jitWarmupMs`, `warmupRounds` times in every variant,
- * so that V8 has optimised the contender's code in each of its processes
- * for each shape before its first measured window.
+ * `warmupRounds` unmeasured windows of `jitWarmupMs` in `variant`, run just
+ * before `id`'s first measured window in it: V8 then has optimised the
+ * contender's code in each of its processes for that shape, and no process
+ * has sat idle since (see `warmupRounds` in config.ts).
  */
 async function warmUp(
   ctx: BenchContext,
-  id: string,
   pool: WorkerPool,
+  id: string,
+  variant: ContentionVariant,
+  v: number,
 ): Promise<void> {
   const { jitWarmupMs } = ctx.config;
-  const { warmupRounds } = ctx.config.contention;
   if (jitWarmupMs <= 0) return;
-  ctx.progress.show(`C: warming up ${id}`);
-  for (let round = 0; round < warmupRounds; round++) {
-    for (const [v, variant] of contentionVariants(ctx).entries()) {
+  for (let round = 0; round < ctx.config.contention.warmupRounds; round++) {
+    try {
       await runWindow(
         ctx,
         pool,
@@ -133,6 +134,11 @@ async function warmUp(
         `bench:C:warm-up:${id}:${round}:${v}`,
         jitWarmupMs,
       );
+    } catch (error) {
+      ctx.progress.log(
+        `C: ${variant.label}: warming up ${id} failed: ${errorText(error)}`,
+      );
+    } finally {
       await ctx.admin.flushall();
     }
   }
@@ -202,15 +208,6 @@ export async function runContentionScenario(
       180_000,
       'starting the contention workers',
     );
-    for (const id of ids) {
-      try {
-        await warmUp(ctx, id, pools.get(id)!);
-      } catch (error) {
-        ctx.progress.log(`C: warming up ${id} failed: ${errorText(error)}`);
-      } finally {
-        await ctx.admin.flushall();
-      }
-    }
     for (let rep = 0; rep < allReps; rep++) {
       const repIds = rep < reps ? ids : ids.filter(targeted);
       for (const [v, variant] of variants.entries()) {
@@ -220,6 +217,7 @@ export async function runContentionScenario(
           );
           if (windows.failed(v, id)) continue;
           const pool = pools.get(id)!;
+          if (rep === 0) await warmUp(ctx, pool, id, variant, v);
           await windows.run(
             v,
             id,
