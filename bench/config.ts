@@ -138,14 +138,14 @@ export const fullConfig: BenchConfig = {
     processes: 4,
     holds: [0, 1],
     drainMs: 15_000,
-    // Fresh 4-process workers sped up over their first windows in a probe
-    // (ours: 3,828, 4,109, 6,121, then 8,148-9,370 acquisitions/s at 4 x 4,
-    // hold 0; the yardstick likewise), and so did warm ones after 60-90 s
-    // idle (6,125 before, 3,148 and 4,146 after): in a full run, where all
-    // thirteen contenders' warm-ups came first, each contender's first
-    // measured windows at 4 x 4, hold 0, ran at 0.37x-0.82x of the median
-    // pace until only the targeted rows were left (shorter idle gaps). So
-    // the warm-up runs just before a contender's first window in a variant.
+    // Fresh 4-process workers speed up over their first windows, and warm
+    // ones slow down again after sitting idle (bench/probes/idle-windows.ts,
+    // 4 x 4, hold 0: 2,138, 2,608, 4,922, 5,117, 7,202 acquisitions/s, then
+    // 3,659 after 90 s idle). With every contender's warm-up first, each
+    // one's first measured windows of a full run at 4 x 4, hold 0, ran at
+    // 0.37x-0.82x of the median pace until only the targeted rows were left
+    // (shorter idle gaps). So the warm-up runs just before a contender's
+    // first window in a variant.
     warmupRounds: 1,
   },
   // 15 repetitions: the 4th and 12th ratio bound the median at 96.5%; with
