@@ -1,4 +1,6 @@
-const expiredAlready = (): void => undefined;
+// What a deadline that settled or expired keeps instead of its handler, so
+// that nothing of its call stays reachable from the queue of deadlines.
+const nothingToExpire = (): void => undefined;
 
 /** The clock of one call: see {@link CallDeadlines}. */
 export class CallDeadline {
@@ -18,7 +20,7 @@ export class CallDeadline {
   settle(): boolean {
     if (this.state !== 'running') return false;
     this.state = 'settled';
-    this.onExpired = expiredAlready;
+    this.onExpired = nothingToExpire;
     return true;
   }
 
@@ -27,7 +29,7 @@ export class CallDeadline {
     if (this.state !== 'running') return;
     this.state = 'expired';
     const onExpired = this.onExpired;
-    this.onExpired = expiredAlready;
+    this.onExpired = nothingToExpire;
     onExpired();
   }
 }
