@@ -2,12 +2,12 @@
 -- ARGV[1] token, ARGV[2] lease ms
 -- The bare SET NX PX of an uncontended acquisition, for a caller that wants
 -- its fencing token with the grant: takes a free lock and issues its token in
--- the same step. Like that SET, it does not look at the wait queue: a free
--- lock with waiters queued for it is rare (their hand-off lapsed), and the
--- caller's process sends keys it found busy lately to acquire.lua, which
--- serves the queue first. Checking here cost every fenced acquisition a
--- fifth Redis call, and Redis's time is what bounds fenced acquisitions
--- under load (bench scenario B).
+-- the same step. Like that SET, it does not look at the wait queue: a lock
+-- is free while waiters are queued for it only after a holder died (its
+-- lease ran out), its taker's release then serves them, and the caller's
+-- process sends keys it found busy lately to acquire.lua, which serves the
+-- queue first. The check was one of this script's four Redis calls, and
+-- Redis's time is what bounds fenced acquisitions under load (bench B).
 -- Returns the fencing token when taken, 0 otherwise (tokens are above 0).
 -- On 0 the caller runs acquire.lua, which settles every other case: busy, or
 -- held by this very token already (ioredis re-sent this command after a
