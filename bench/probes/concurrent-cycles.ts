@@ -11,7 +11,7 @@
  * Redis at REDIS_URL (default redis://127.0.0.1:6379); keys `probe:b:*`.
  */
 import { openContender } from '../contenders/index.js';
-import { probeArguments } from './cycles.js';
+import { concurrentLoops, probeArguments } from './cycles.js';
 
 const loops = 64;
 const { url, ids } = probeArguments('concurrent-cycles.ts');
@@ -19,24 +19,21 @@ const id = ids[0]!;
 const lock = await openContender(id, { urls: [url] });
 
 async function window(ms: number): Promise<{ rate: number; cpuUs: number }> {
-  let cycles = 0;
+  const tally = { cycles: 0 };
   const startedAt = performance.now();
   const until = startedAt + ms;
   const cpu = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: loops }, async (_, loop) => {
-      const key = `probe:b:${id}:${loop}`;
-      while (performance.now() < until) {
-        const held = await lock.acquire(key, { ttlMs: 10_000 });
-        await held.release();
-        cycles++;
-      }
-    }),
+  await concurrentLoops(
+    lock,
+    `probe:b:${id}`,
+    loops,
+    () => performance.now() < until,
+    tally,
   );
   const used = process.cpuUsage(cpu);
   return {
-    rate: cycles / ((performance.now() - startedAt) / 1000),
-    cpuUs: (used.user + used.system) / cycles,
+    rate: tally.cycles / ((performance.now() - startedAt) / 1000),
+    cpuUs: (used.user + used.system) / tally.cycles,
   };
 }
 

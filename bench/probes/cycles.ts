@@ -30,6 +30,30 @@ export async function sequentialCycles(
 }
 
 /**
+ * B's load: `loops` concurrent loops, each acquiring and releasing its own
+ * key under `prefix` with a 10 s lease, until `keepGoing()` says stop (each
+ * loop then ends the cycle it is in). Counts cycles into `tally.cycles`.
+ */
+export async function concurrentLoops(
+  lock: ContenderInstance,
+  prefix: string,
+  loops: number,
+  keepGoing: () => boolean,
+  tally: { cycles: number },
+): Promise<void> {
+  await Promise.all(
+    Array.from({ length: loops }, async (_, loop) => {
+      const key = `${prefix}:${loop}`;
+      while (keepGoing()) {
+        const held = await lock.acquire(key, { ttlMs: 10_000 });
+        await held.release();
+        tally.cycles++;
+      }
+    }),
+  );
+}
+
+/**
  * A probe's command line: the contender ids it was given, and the Redis it
  * runs against (REDIS_URL, default redis://127.0.0.1:6379). Exits with a
  * usage line naming `probe` when no id is given.

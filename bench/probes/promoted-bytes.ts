@@ -22,7 +22,7 @@
  */
 import { Session } from 'node:inspector/promises';
 import { openContender } from '../contenders/index.js';
-import { probeArguments } from './cycles.js';
+import { concurrentLoops, probeArguments } from './cycles.js';
 
 const loops = 64;
 const { url, ids } = probeArguments('promoted-bytes.ts');
@@ -40,15 +40,14 @@ interface ProfileNode {
 }
 
 const run = { on: true };
-let cycles = 0;
-const work = Array.from({ length: loops }, async (_, loop) => {
-  const key = `probe:promoted:${id}:${loop}`;
-  while (run.on) {
-    const held = await lock.acquire(key, { ttlMs: 10_000 });
-    await held.release();
-    cycles++;
-  }
-});
+const tally = { cycles: 0 };
+const work = concurrentLoops(
+  lock,
+  `probe:promoted:${id}`,
+  loops,
+  () => run.on,
+  tally,
+);
 
 await new Promise((resolve) => setTimeout(resolve, 1_500));
 const session = new Session();
@@ -58,14 +57,14 @@ await session.post('HeapProfiler.startSampling', {
   includeObjectsCollectedByMajorGC: true,
   includeObjectsCollectedByMinorGC: false,
 });
-const counted = cycles;
+const counted = tally.cycles;
 await new Promise((resolve) => setTimeout(resolve, 3_000));
 const { profile } = (await session.post('HeapProfiler.stopSampling')) as {
   profile: { head: ProfileNode };
 };
-const measured = cycles - counted;
+const measured = tally.cycles - counted;
 run.on = false;
-await Promise.all(work);
+await work;
 session.disconnect();
 await lock.close();
 
