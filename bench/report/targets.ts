@@ -1,5 +1,4 @@
 import type { BenchResults } from '../results.js';
-import type { ContentionRow } from '../scenarios/c-contention.js';
 import { heapToleranceBytes } from '../scenarios/g-soak.js';
 import {
   fencedRowId,
@@ -12,6 +11,7 @@ import {
   type RatioInterval,
 } from '../stats.js';
 import { bounds, bytes, ms, num, ratio } from './format.js';
+import { worstWaitText } from './sections/c-contention.js';
 
 export interface TargetCheck {
   readonly scenario: string;
@@ -101,20 +101,6 @@ function uncontendedChecks(r: BenchResults): TargetCheck[] {
   return checks;
 }
 
-/**
- * ", at 0.63x the median window's pace": the acquisitions/s of the window
- * with the longest wait over the row's median. Well below 1, a slow stretch
- * of the machine hit that window (every wait in it grew); near 1, the wait
- * is the lock's own. Shown beside the verdict, never changing it.
- */
-function paceOfLongestWait(row: ContentionRow): string {
-  const worst = row.windows.find(
-    (w) => w.longestWaitMs === row.worstLongestWaitMs,
-  );
-  if (!worst || !(row.acquisitionsPerSec > 0)) return '';
-  return `, at ${ratio(worst.acquisitionsPerSec / row.acquisitionsPerSec)} the median window's pace`;
-}
-
 /** C: ours against the raw FIFO hand-off, and its fairness and waits in the worst window. */
 function contentionChecks(r: BenchResults): TargetCheck[] {
   const checks: TargetCheck[] = [];
@@ -161,7 +147,7 @@ function contentionChecks(r: BenchResults): TargetCheck[] {
       add(
         'longest wait <= 50 ms (worst window)',
         `${ms(row.longestWaitMs)} ms`,
-        `${ms(row.worstLongestWaitMs)} ms${paceOfLongestWait(row)}`,
+        worstWaitText(row),
         row.worstLongestWaitMs <= 50,
       );
     }

@@ -11,6 +11,8 @@ export interface ContentionFigures {
   readonly handoffs: number;
   /** Longest wait, including waits still open when the window ended, ms. */
   readonly longestWaitMs: number;
+  /** What the longest wait was spent on (absent in runs from before). */
+  readonly longestWaitParts?: WaitParts;
   /** max/min acquisitions per contender (Infinity when one got none). */
   readonly fairness: number;
   readonly starved: number;
@@ -22,6 +24,59 @@ export interface ContentionFigures {
   readonly failures: number;
   readonly stragglers: number;
   readonly firstError?: string;
+}
+
+/**
+ * A wait split into the time others held the lock and the time it sat free
+ * between holders: long holds are the holders' (a 1 ms sleep that overran,
+ * a stalled process), long free gaps the hand-offs'.
+ */
+export interface WaitParts {
+  /** Acquisitions by others that came between its start and its end. */
+  readonly grantsAhead: number;
+  /** ms of the wait during which another contender held the lock (as its loop timed the hold). */
+  readonly heldMs: number;
+  /** ms of the wait during which nobody held it: hand-offs. */
+  readonly freeMs: number;
+  /** The longest of those hand-off gaps, ms. */
+  readonly longestFreeMs: number;
+}
+
+interface Hold {
+  readonly who: number;
+  readonly wait: number;
+  readonly acq: number;
+  readonly rel: number;
+}
+
+/** {@link WaitParts} of the wait from `from` to `to`, given every hold of the window by acquisition time. */
+function waitParts(
+  holds: readonly Hold[],
+  from: number,
+  to: number,
+): WaitParts {
+  let grantsAhead = 0;
+  let heldMs = 0;
+  let longestFreeMs = 0;
+  // Where the lock was last seen held until, within the wait.
+  let cursor = from;
+  for (const hold of holds) {
+    if (hold.acq >= to) break;
+    if (hold.rel <= from) continue;
+    if (hold.acq >= from) grantsAhead += 1;
+    const start = Math.max(hold.acq, cursor);
+    const until = Math.min(hold.rel, to);
+    longestFreeMs = Math.max(longestFreeMs, start - cursor);
+    if (until > start) heldMs += until - start;
+    cursor = Math.max(cursor, until);
+  }
+  longestFreeMs = Math.max(longestFreeMs, to - cursor);
+  return {
+    grantsAhead,
+    heldMs,
+    freeMs: to - from - heldMs,
+    longestFreeMs,
+  };
 }
 
 /** C's fairness (most acquisitions of one contender over the fewest, Infinity when one got none) and starved contenders. */
@@ -45,8 +100,15 @@ export function analyzeContention(
   windowMs: number,
 ): ContentionFigures {
   const end = startAt + windowMs;
-  const rows: { who: number; wait: number; acq: number; rel: number }[] = [];
+  const rows: Hold[] = [];
   let longestWait = 0;
+  // The longest wait's span, from its start (or the window's) to its grant (or the window's end).
+  let longestSpan = { from: startAt, to: startAt };
+  const consider = (from: number, to: number) => {
+    if (to - from <= longestWait) return;
+    longestWait = to - from;
+    longestSpan = { from, to };
+  };
   let failures = 0;
   let stragglers = 0;
   let firstError: string | undefined;
@@ -56,7 +118,7 @@ export function analyzeContention(
       rows.push({ who: a[i], wait: a[i + 1], acq: a[i + 2], rel: a[i + 3] });
     }
     for (let i = 0; i < part.openWaits.length; i += 2) {
-      longestWait = Math.max(longestWait, end - part.openWaits[i + 1]);
+      consider(part.openWaits[i + 1], end);
     }
     failures += part.failures;
     stragglers += part.stragglers;
@@ -70,7 +132,7 @@ export function analyzeContention(
   for (const [i, row] of rows.entries()) {
     perContender[row.who] += 1;
     // Waits are counted from the window's start for loops that began early.
-    longestWait = Math.max(longestWait, row.acq - Math.max(row.wait, startAt));
+    consider(Math.max(row.wait, startAt), row.acq);
     if (i === 0) continue;
     const prev = rows[i - 1];
     // 50 us of slack for the processes' clocks.
@@ -87,6 +149,7 @@ export function analyzeContention(
     handoffP99: latency.p99,
     handoffs: handoffs.length,
     longestWaitMs: longestWait,
+    longestWaitParts: waitParts(rows, longestSpan.from, longestSpan.to),
     fairness,
     starved,
     selfHandoffShare: rows.length > 1 ? selfHandoffs / (rows.length - 1) : 0,

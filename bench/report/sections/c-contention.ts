@@ -1,5 +1,6 @@
 import type {
   ContentionResult,
+  ContentionRow,
   ContentionVariantResult,
 } from '../../scenarios/c-contention.js';
 import {
@@ -22,6 +23,29 @@ export function repetitionsOfRows(c: ContentionResult): string {
   return targeted > c.reps
     ? `${targeted} repetitions of ours and the raw FIFO hand-off, ${c.reps} of the rest`
     : `${c.reps} repetition(s)`;
+}
+
+/**
+ * The worst window's longest wait: "59.0 ms, at 0.99x the median window's
+ * pace; 15 grants ahead, held 38.1 ms, free 20.9 ms (longest gap 6.20 ms)".
+ * The pace is that window's acquisitions/s over the row's median: well below
+ * 1, a slow stretch of the machine hit the window (every wait in it grew).
+ * The split (runs from before have none) says where the wait went: to others'
+ * holds (the benchmark's own sleeps included, which a stalled process
+ * stretches) or to the lock sitting free between holders (hand-offs).
+ */
+export function worstWaitText(row: ContentionRow): string {
+  const worst = row.windows.find(
+    (w) => w.longestWaitMs === row.worstLongestWaitMs,
+  );
+  let text = `${ms(row.worstLongestWaitMs)} ms`;
+  if (!worst) return text;
+  if (row.acquisitionsPerSec > 0)
+    text += `, at ${ratio(worst.acquisitionsPerSec / row.acquisitionsPerSec)} the median window's pace`;
+  const parts = worst.longestWaitParts;
+  if (parts)
+    text += `; ${parts.grantsAhead} grants ahead, held ${ms(parts.heldMs)} ms, free ${ms(parts.freeMs)} ms (longest gap ${ms(parts.longestFreeMs)} ms)`;
+  return text;
 }
 
 /** One variant's table: ratios to the raw FIFO hand-off with their bounds, and to the polling raw lock. */
@@ -92,6 +116,19 @@ export function contentionSection(
   );
   for (const variant of c.variants) {
     out.push(`### ${variant.label}`, '', contentionTable(variant), '');
+    const judged = variant.rows.filter(
+      (row) =>
+        ['raw-fifo', 'ours-service', 'ours-decorator'].includes(row.id) &&
+        row.windows.some((w) => w.longestWaitParts),
+    );
+    if (judged.length > 0) {
+      out.push(
+        "The longest wait of each judged row's worst window, and where it went:",
+        '',
+        ...judged.map((row) => `- ${row.label}: ${worstWaitText(row)}`),
+        '',
+      );
+    }
     const overlapping = variant.rows.filter((row) => row.overlaps > 0);
     if (overlapping.length > 0) {
       out.push(
