@@ -159,6 +159,25 @@ function uncontendedSection(
   ].join('\n');
 }
 
+/**
+ * What the fenced acquisition's script alone makes of A's fenced cycle: Redis's
+ * extra time on it (E, means) added to every cycle of the unfenced
+ * `LockService` (1 / its cycles/s), as in A each cycle waits for it.
+ */
+function fencedScriptShare(r: BenchResults): string {
+  const rows = r.E?.serverTime?.rows ?? [];
+  const meanUs = (verb: string) =>
+    rows.find((row) => row.verb === verb)?.meanUs;
+  const script = meanUs('ours: fenced acquire script');
+  const set = meanUs('ours: SET NX PX');
+  const unfenced = r.A?.rows.find((row) => row.id === 'ours-service');
+  if (script === undefined || set === undefined || !unfenced?.cyclesPerSec)
+    return '';
+  const extraUs = script - set;
+  const cycleUs = 1e6 / unfenced.cyclesPerSec;
+  return ` Redis spends ${num(extraUs, 1)} µs more on that script than on the \`SET\` (E, means); added to each of A's unfenced cycles (${num(cycleUs, 1)} µs at its median pace) it alone makes the fenced cycle about ${ratio(cycleUs / (cycleUs + extraUs))} of the unfenced one.`;
+}
+
 /** A and B, with the server-time paragraph between them when E measured it. */
 export function uncontendedSections(r: BenchResults): string[] {
   const out: string[] = [];
@@ -174,7 +193,7 @@ export function uncontendedSections(r: BenchResults): string[] {
   const serverTime = r.E?.serverTime;
   if ((r.A || r.B) && serverTime) {
     out.push(
-      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients.${nodeSide(r)} The row "ours: LockService, fence: true" also takes a fencing token in every hold: the acquisition is then a script (acquire-fenced.lua, E: "fenced acquire script") instead of a bare \`SET\`, in the same round trip; the raw lock cannot offer a token at all.`,
+      `Where the uncontended gap comes from: Redis itself spends ${num(serverTime.oursCycleUs, 1)} µs on one of our cycles against ${num(serverTime.rawCycleUs, 1)} µs on a raw one (E, server time per verb). Both acquire with a bare \`SET NX PX\` when the key is free; our compare-and-delete also checks that nobody queues for the key (and leaves it to the script that serves the queue if someone does). In A that time adds to every round trip, in B it shares the two cores with the clients.${nodeSide(r)} The row "ours: LockService, fence: true" also takes a fencing token in every hold: the acquisition is then a script (acquire-fenced.lua, E: "fenced acquire script") instead of a bare \`SET\`, in the same round trip; the raw lock cannot offer a token at all.${fencedScriptShare(r)}`,
       '',
     );
   }
