@@ -35,8 +35,9 @@ export class BenchWorker {
     return this.child.pid;
   }
 
-  constructor() {
-    this.child = spawn(process.execPath, [compiledWorkerFile()], {
+  /** `nodeFlags`: options for `node` itself (V8's too), before the worker's file. */
+  constructor(nodeFlags: readonly string[] = []) {
+    this.child = spawn(process.execPath, [...nodeFlags, compiledWorkerFile()], {
       cwd: repoRoot,
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
@@ -177,8 +178,11 @@ export class NamedWorkers {
 export class WorkerPool {
   private readonly workers: BenchWorker[];
 
-  constructor(size: number) {
-    this.workers = Array.from({ length: size }, () => new BenchWorker());
+  constructor(size: number, nodeFlags: readonly string[] = []) {
+    this.workers = Array.from(
+      { length: size },
+      () => new BenchWorker(nodeFlags),
+    );
   }
 
   /** Resolves when every worker has started. */
