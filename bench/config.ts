@@ -44,6 +44,11 @@ export interface BenchConfig {
      * variant before its first measured one.
      */
     readonly warmupRounds: number;
+    /**
+     * The same, instead, in a variant where some of the contender's worker
+     * processes run for the first time.
+     */
+    readonly freshWarmupRounds: number;
   };
   readonly quorum: {
     readonly reps: number;
@@ -140,13 +145,20 @@ export const fullConfig: BenchConfig = {
     drainMs: 15_000,
     // Fresh 4-process workers speed up over their first windows, and warm
     // ones slow down again after sitting idle (bench/probes/idle-windows.ts,
-    // 4 x 4, hold 0: 2,138, 2,608, 4,922, 5,117, 7,202 acquisitions/s, then
-    // 3,659 after 90 s idle). With every contender's warm-up first, each
+    // 4 x 4, hold 0: 2,133, 2,769, 3,746, 4,218, 4,880 acquisitions/s, then
+    // 3,964 after 90 s idle). With every contender's warm-up first, each
     // one's first measured windows of a full run at 4 x 4, hold 0, ran at
     // 0.37x-0.82x of the median pace until only the targeted rows were left
     // (shorter idle gaps). So the warm-up runs just before a contender's
     // first window in a variant.
     warmupRounds: 1,
+    // With one such window, the first measured window of the 4 x 4, hold 0
+    // variant (where three of each contender's four processes start work)
+    // still ran at 0.56x (ours), 0.53x (decorator) and 0.71x (yardstick) of
+    // the median pace, and set the one missed longest wait of that run; in
+    // the probe above, fresh processes took about five windows to get up to
+    // pace.
+    freshWarmupRounds: 4,
   },
   // 15 repetitions: the 4th and 12th ratio bound the median at 96.5%; with
   // 9 (the 2nd and 8th) the bounds of one run lay up to 0.2x apart.
@@ -211,6 +223,7 @@ export const smokeConfig: BenchConfig = {
     holds: [0, 1],
     drainMs: 5_000,
     warmupRounds: 1,
+    freshWarmupRounds: 1,
   },
   quorum: { reps: 1, warmupMs: 50, sliceMs: 250, switchMs: 50, sizes: [3, 5] },
   server: { requests: 10_000 },

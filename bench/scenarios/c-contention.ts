@@ -67,7 +67,12 @@ export interface ContentionResult {
   /** Each contender ran in worker processes of its own (absent in runs from before). */
   readonly processesPerContender?: boolean;
   /** Unmeasured windows per variant before the first measured one (absent in runs from before: one 2 s window at hold 0). */
-  readonly warmup?: { readonly rounds: number; readonly windowMs: number };
+  readonly warmup?: {
+    readonly rounds: number;
+    readonly windowMs: number;
+    /** Rounds instead where some of a contender's processes ran for the first time (absent in runs from before: `rounds`). */
+    readonly freshRounds?: number;
+  };
   readonly variants: ContentionVariantResult[];
 }
 
@@ -110,10 +115,11 @@ export function plannedContention(
 }
 
 /**
- * `warmupRounds` unmeasured windows of `jitWarmupMs` in `variant`, run just
- * before `id`'s first measured window in it: V8 then has optimised the
- * contender's code in each of its processes for that shape, and no process
- * has sat idle since (see `warmupRounds` in config.ts).
+ * Unmeasured windows of `jitWarmupMs` in `variant`, run just before `id`'s
+ * first measured window in it: V8 then has optimised the contender's code in
+ * each of its processes for that shape, and no process has sat idle since.
+ * `warmupRounds` of them, or `freshWarmupRounds` when some of the processes
+ * the variant uses have not run before (see config.ts).
  */
 async function warmUp(
   ctx: BenchContext,
@@ -121,10 +127,13 @@ async function warmUp(
   id: string,
   variant: ContentionVariant,
   v: number,
+  fresh: boolean,
 ): Promise<void> {
   const { jitWarmupMs } = ctx.config;
   if (jitWarmupMs <= 0) return;
-  for (let round = 0; round < ctx.config.contention.warmupRounds; round++) {
+  const { warmupRounds, freshWarmupRounds } = ctx.config.contention;
+  const rounds = fresh ? freshWarmupRounds : warmupRounds;
+  for (let round = 0; round < rounds; round++) {
     try {
       await runWindow(
         ctx,
@@ -202,6 +211,8 @@ export async function runContentionScenario(
   // the first of them.
   const pools = new Map(ids.map((id) => [id, new WorkerPool(processes)]));
   const windows = new RepeatedWindows<ContentionFigures>();
+  // How many of each contender's processes have run a window so far.
+  const processesRun = new Map<string, number>();
   try {
     await withTimeout(
       Promise.all([...pools.values()].map((pool) => pool.ready())),
@@ -217,7 +228,11 @@ export async function runContentionScenario(
           );
           if (windows.failed(v, id)) continue;
           const pool = pools.get(id)!;
-          if (rep === 0) await warmUp(ctx, pool, id, variant, v);
+          if (rep === 0) {
+            const fresh = variant.processes > (processesRun.get(id) ?? 0);
+            await warmUp(ctx, pool, id, variant, v, fresh);
+            if (fresh) processesRun.set(id, variant.processes);
+          }
           await windows.run(
             v,
             id,
@@ -253,6 +268,7 @@ export async function runContentionScenario(
     warmup: {
       rounds: ctx.config.contention.warmupRounds,
       windowMs: ctx.config.jitWarmupMs,
+      freshRounds: ctx.config.contention.freshWarmupRounds,
     },
     ownProcesses: true,
     processesPerContender: true,

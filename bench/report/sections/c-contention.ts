@@ -103,8 +103,10 @@ export function contentionSection(
     : c.ownProcesses
       ? 'The contenders of each library run in worker processes of their own (the one-process variants in the first of them); each'
       : 'In the multi-process variants every';
+  const windows = (n: number) =>
+    n === 1 ? 'an unmeasured window' : `${n} unmeasured windows`;
   const warmUp = c.warmup
-    ? ` Before its first measured window each contender ran ${c.warmup.rounds === 1 ? 'an unmeasured window' : `${c.warmup.rounds} unmeasured windows`} of ${c.warmup.windowMs} ms in every variant.`
+    ? ` Before its first measured window each contender ran ${windows(c.warmup.rounds)} of ${c.warmup.windowMs} ms in every variant${c.warmup.freshRounds !== undefined && c.warmup.freshRounds !== c.warmup.rounds ? `, just before that window, and ${c.warmup.freshRounds} in a variant where some of its processes ran for the first time (the first one, and the first with ${Math.max(...c.variants.map((v) => v.processes))} processes)` : ''}.`
     : '';
   out.push(
     `## C. One key, ${c.contenders} contenders`,
