@@ -92,6 +92,20 @@ export function contentionTable(variant: ContentionVariantResult): string {
   );
 }
 
+/** "Before its first measured window each contender ran ...": C's unmeasured windows. */
+function warmUpSentence(
+  c: ContentionResult,
+  warmup: NonNullable<ContentionResult['warmup']>,
+): string {
+  const windows = (n: number) =>
+    n === 1 ? 'an unmeasured window' : `${n} unmeasured windows`;
+  const head = `Before its first measured window each contender ran ${windows(warmup.rounds)} of ${warmup.windowMs} ms in every variant`;
+  if (warmup.freshRounds === undefined || warmup.freshRounds === warmup.rounds)
+    return `${head}.`;
+  const most = Math.max(...c.variants.map((v) => v.processes));
+  return `${head}, just before that window, and ${warmup.freshRounds} in a variant where some of its processes ran for the first time (the first one, and the first with ${most} processes).`;
+}
+
 /** C: one key, many contenders; a table per variant, under the chart. */
 export function contentionSection(
   c: ContentionResult,
@@ -103,11 +117,7 @@ export function contentionSection(
     : c.ownProcesses
       ? 'The contenders of each library run in worker processes of their own (the one-process variants in the first of them); each'
       : 'In the multi-process variants every';
-  const windows = (n: number) =>
-    n === 1 ? 'an unmeasured window' : `${n} unmeasured windows`;
-  const warmUp = c.warmup
-    ? ` Before its first measured window each contender ran ${windows(c.warmup.rounds)} of ${c.warmup.windowMs} ms in every variant${c.warmup.freshRounds !== undefined && c.warmup.freshRounds !== c.warmup.rounds ? `, just before that window, and ${c.warmup.freshRounds} in a variant where some of its processes ran for the first time (the first one, and the first with ${Math.max(...c.variants.map((v) => v.processes))} processes)` : ''}.`
-    : '';
+  const warmUp = c.warmup ? ` ${warmUpSentence(c, c.warmup)}` : '';
   out.push(
     `## C. One key, ${c.contenders} contenders`,
     '',
