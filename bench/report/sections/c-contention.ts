@@ -92,14 +92,15 @@ export function contentionTable(variant: ContentionVariantResult): string {
   );
 }
 
+const unmeasuredWindows = (n: number): string =>
+  n === 1 ? 'an unmeasured window' : `${n} unmeasured windows`;
+
 /** "Before its first measured window each contender ran ...": C's unmeasured windows. */
 function warmUpSentence(
   c: ContentionResult,
   warmup: NonNullable<ContentionResult['warmup']>,
 ): string {
-  const windows = (n: number) =>
-    n === 1 ? 'an unmeasured window' : `${n} unmeasured windows`;
-  const head = `Before its first measured window each contender ran ${windows(warmup.rounds)} of ${warmup.windowMs} ms in every variant`;
+  const head = `Before its first measured window each contender ran ${unmeasuredWindows(warmup.rounds)} of ${warmup.windowMs} ms in every variant`;
   if (warmup.freshRounds === undefined || warmup.freshRounds === warmup.rounds)
     return `${head}.`;
   const most = Math.max(...c.variants.map((v) => v.processes));
