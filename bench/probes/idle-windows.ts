@@ -1,7 +1,7 @@
 /**
- * C's 4 x 4 shape, hold 0, outside the harness: 16 loops over 4 worker
- * processes (C's compiled bench workers) on one key, in 2 s windows, each
- * worker opening a fresh instance per window as C's do. Prints each window's
+ * C's 4 x 4 shape, outside the harness: 16 loops over 4 worker processes
+ * (C's compiled bench workers) on one key, holding HOLD_MS (default 0), in
+ * 2 s windows, each worker opening a fresh instance per window as C's do. Prints each window's
  * acquisitions/s and longest wait. After window IDLE_AFTER (default 3) every
  * process sits idle for IDLE_S seconds (default 0: no pause), to show how a
  * fresh and an idle process run their first windows. Extra Node flags for the
@@ -29,6 +29,7 @@ const { url, ids } = probeArguments('idle-windows.ts');
 const id = ids[0]!;
 const idleAfter = Number(process.env.IDLE_AFTER ?? 3);
 const idleS = Number(process.env.IDLE_S ?? 0);
+const holdMs = Number(process.env.HOLD_MS ?? 0);
 const pool = new WorkerPool(
   processes,
   (process.env.WORKER_FLAGS ?? '').split(' ').filter(Boolean),
@@ -47,7 +48,7 @@ try {
       (_spec, w): ContentionSpec => ({
         key: `probe:idle:${id}:${n}`,
         who: Array.from({ length: perProcess }, (_, i) => w * perProcess + i),
-        holdMs: 0,
+        holdMs,
         startAt,
         windowMs,
         ttlMs: 10_000,
