@@ -3,21 +3,8 @@
  * wait into the time others held the lock and the time it sat free: the split
  * must add up to the wait and put each gap where it happened.
  */
-import type { ContentionEvents } from '../../bench/scenarios/contention-core.js';
+import { contentionEvents as events } from './contention-events.js';
 import { analyzeContention } from '../../bench/scenarios/contention-analysis.js';
-
-/** One process's events from [contender, wait began, acquired, release began] holds. */
-function events(
-  holds: readonly (readonly [number, number, number, number])[],
-  openWaits: readonly (readonly [number, number])[] = [],
-): ContentionEvents {
-  return {
-    acquisitions: holds.flat(),
-    openWaits: openWaits.flat(),
-    failures: 0,
-    stragglers: 0,
-  };
-}
 
 describe('analyzeContention: the longest wait', () => {
   it('splits it into holds by others and hand-off gaps', () => {

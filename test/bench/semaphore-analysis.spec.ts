@@ -2,24 +2,11 @@
  * I's correctness check rests on counting holders at once from the holds'
  * stamps: it must catch an overbooking and never invent one.
  */
-import type { ContentionEvents } from '../../bench/scenarios/contention-core.js';
+import { contentionEvents as events } from './contention-events.js';
 import {
   analyzeSemaphore,
   holdersAtOnce,
 } from '../../bench/scenarios/semaphore-analysis.js';
-
-/** One process's events from [caller, wait began, acquired, release began] holds. */
-function events(
-  holds: readonly (readonly [number, number, number, number])[],
-  openWaits: readonly (readonly [number, number])[] = [],
-): ContentionEvents {
-  return {
-    acquisitions: holds.flat(),
-    openWaits: openWaits.flat(),
-    failures: 0,
-    stragglers: 0,
-  };
-}
 
 describe('holdersAtOnce', () => {
   it('counts the most holds that overlap', () => {
