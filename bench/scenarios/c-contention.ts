@@ -206,13 +206,18 @@ export async function runContentionScenario(
     ctx.config.contention;
   const allReps = Math.max(reps, targetedReps);
   const variants = contentionVariants(ctx);
+  // Variants in which some of each contender's processes run for the first
+  // time: every contender meets the variants in the same order.
+  const fresh = variants.map(
+    (variant, v) =>
+      variant.processes >
+      Math.max(0, ...variants.slice(0, v).map((x) => x.processes)),
+  );
   // Every contender has worker processes of its own (see bench-worker.ts),
   // all started before the first window; the one-process variants run in
   // the first of them.
   const pools = new Map(ids.map((id) => [id, new WorkerPool(processes)]));
   const windows = new RepeatedWindows<ContentionFigures>();
-  // How many of each contender's processes have run a window so far.
-  const processesRun = new Map<string, number>();
   try {
     await withTimeout(
       Promise.all([...pools.values()].map((pool) => pool.ready())),
@@ -228,11 +233,7 @@ export async function runContentionScenario(
           );
           if (windows.failed(v, id)) continue;
           const pool = pools.get(id)!;
-          if (rep === 0) {
-            const fresh = variant.processes > (processesRun.get(id) ?? 0);
-            await warmUp(ctx, pool, id, variant, v, fresh);
-            if (fresh) processesRun.set(id, variant.processes);
-          }
+          if (rep === 0) await warmUp(ctx, pool, id, variant, v, fresh[v]);
           await windows.run(
             v,
             id,
