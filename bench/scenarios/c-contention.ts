@@ -32,6 +32,8 @@ export interface ContentionRow {
   readonly label: string;
   readonly windows: ContentionFigures[];
   readonly error?: string;
+  /** Unmeasured windows run before the first measured one (absent in runs from before). */
+  readonly warmUpRounds?: number;
   /** Medians over the repetitions (worst where named so). */
   readonly acquisitionsPerSec: number;
   /** acquisitions/s over the polling raw lock's: the median of the per-repetition ratios. */
@@ -72,6 +74,10 @@ export interface ContentionResult {
     readonly windowMs: number;
     /** Rounds instead where some of a contender's processes ran for the first time (absent in runs from before: `rounds`). */
     readonly freshRounds?: number;
+    /** Then more until each process had made this many acquisitions in the variant (absent in runs from before: none)... */
+    readonly acquisitions?: number;
+    /** ...up to this many windows in all. */
+    readonly maxRounds?: number;
   };
   readonly variants: ContentionVariantResult[];
 }
@@ -118,8 +124,10 @@ export function plannedContention(
  * Unmeasured windows of `jitWarmupMs` in `variant`, run just before `id`'s
  * first measured window in it: V8 then has optimised the contender's code in
  * each of its processes for that shape, and no process has sat idle since.
- * `warmupRounds` of them, or `freshWarmupRounds` when some of the processes
- * the variant uses have not run before (see config.ts).
+ * At least `warmupRounds` of them (`freshWarmupRounds` when some of the
+ * processes the variant uses have not run before), then more until each
+ * process has made `warmupAcquisitions`, up to `maxWarmupRounds` in all (see
+ * config.ts). Returns how many ran.
  */
 async function warmUp(
   ctx: BenchContext,
@@ -128,14 +136,24 @@ async function warmUp(
   variant: ContentionVariant,
   v: number,
   fresh: boolean,
-): Promise<void> {
+): Promise<number> {
   const { jitWarmupMs } = ctx.config;
-  if (jitWarmupMs <= 0) return;
-  const { warmupRounds, freshWarmupRounds } = ctx.config.contention;
-  const rounds = fresh ? freshWarmupRounds : warmupRounds;
-  for (let round = 0; round < rounds; round++) {
+  if (jitWarmupMs <= 0) return 0;
+  const {
+    warmupRounds,
+    freshWarmupRounds,
+    warmupAcquisitions,
+    maxWarmupRounds,
+  } = ctx.config.contention;
+  const least = fresh ? freshWarmupRounds : warmupRounds;
+  const made = Array.from({ length: variant.processes }, () => 0);
+  let round = 0;
+  while (
+    round < least ||
+    (round < maxWarmupRounds && Math.min(...made) < warmupAcquisitions)
+  ) {
     try {
-      await runWindow(
+      const { parts } = await runWindow(
         ctx,
         pool,
         id,
@@ -143,6 +161,7 @@ async function warmUp(
         `bench:C:warm-up:${id}:${round}:${v}`,
         jitWarmupMs,
       );
+      parts.forEach((part, w) => (made[w] += part.acquisitions.length / 4));
     } catch (error) {
       ctx.progress.log(
         `C: ${variant.label}: warming up ${id} failed: ${errorText(error)}`,
@@ -150,7 +169,9 @@ async function warmUp(
     } finally {
       await ctx.admin.flushall();
     }
+    round++;
   }
+  return round;
 }
 
 /** One window of `variant` on `id`'s pool: each loop's events, per process. */
@@ -218,6 +239,7 @@ export async function runContentionScenario(
   // the first of them.
   const pools = new Map(ids.map((id) => [id, new WorkerPool(processes)]));
   const windows = new RepeatedWindows<ContentionFigures>();
+  const warmUpRounds = new Map<string, number>();
   try {
     await withTimeout(
       Promise.all([...pools.values()].map((pool) => pool.ready())),
@@ -233,7 +255,11 @@ export async function runContentionScenario(
           );
           if (windows.failed(v, id)) continue;
           const pool = pools.get(id)!;
-          if (rep === 0) await warmUp(ctx, pool, id, variant, v, fresh[v]);
+          if (rep === 0)
+            warmUpRounds.set(
+              `${v}:${id}`,
+              await warmUp(ctx, pool, id, variant, v, fresh[v]),
+            );
           await windows.run(
             v,
             id,
@@ -270,6 +296,8 @@ export async function runContentionScenario(
       rounds: ctx.config.contention.warmupRounds,
       windowMs: ctx.config.jitWarmupMs,
       freshRounds: ctx.config.contention.freshWarmupRounds,
+      acquisitions: ctx.config.contention.warmupAcquisitions,
+      maxRounds: ctx.config.contention.maxWarmupRounds,
     },
     ownProcesses: true,
     processesPerContender: true,
@@ -286,6 +314,7 @@ export async function runContentionScenario(
           label: contender(id).label,
           windows: w,
           error: windows.error(v, id),
+          warmUpRounds: warmUpRounds.get(`${v}:${id}`),
           acquisitionsPerSec: m((f) => f.acquisitionsPerSec),
           ratio: median(toRaw),
           ratioToFifo: ids.includes(yardstick)

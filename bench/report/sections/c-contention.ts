@@ -104,7 +104,24 @@ function warmUpSentence(
   if (warmup.freshRounds === undefined || warmup.freshRounds === warmup.rounds)
     return `${head}.`;
   const most = Math.max(...c.variants.map((v) => v.processes));
-  return `${head}, just before that window, and ${warmup.freshRounds} in a variant where some of its processes ran for the first time (the first one, and the first with ${most} processes).`;
+  const fresh = `${warmup.freshRounds} in a variant where some of its processes ran for the first time (the first one, and the first with ${most} processes)`;
+  if (!warmup.acquisitions)
+    return `${head}, just before that window, and ${fresh}.`;
+  return `Before its first measured window in a variant each contender ran unmeasured windows of ${warmup.windowMs} ms, just before it: at least ${warmup.rounds} (${fresh}), then more until each of its processes had made ${int(warmup.acquisitions)} acquisitions in them, up to ${warmup.maxRounds} in all (${warmUpRange(c)}).`;
+}
+
+/** "windows run: 1 process x 16, hold 0 ms: 4; ...": the fewest and most warm-up windows of each variant. */
+function warmUpRange(c: ContentionResult): string {
+  const ranges = c.variants.map((variant) => {
+    const rounds = variant.rows
+      .map((row) => row.warmUpRounds)
+      .filter((n): n is number => n !== undefined);
+    if (rounds.length === 0) return `${variant.label}: -`;
+    const least = Math.min(...rounds);
+    const most = Math.max(...rounds);
+    return `${variant.label}: ${least === most ? least : `${least}-${most}`}`;
+  });
+  return `windows run, fewest-most over the contenders: ${ranges.join('; ')}`;
 }
 
 /** C: one key, many contenders; a table per variant, under the chart. */
