@@ -100,14 +100,19 @@ function warmUpSentence(
   c: ContentionResult,
   warmup: NonNullable<ContentionResult['warmup']>,
 ): string {
-  const head = `Before its first measured window each contender ran ${unmeasuredWindows(warmup.rounds)} of ${warmup.windowMs} ms in every variant`;
-  if (warmup.freshRounds === undefined || warmup.freshRounds === warmup.rounds)
-    return `${head}.`;
   const most = Math.max(...c.variants.map((v) => v.processes));
-  const fresh = `${warmup.freshRounds} in a variant where some of its processes ran for the first time (the first one, and the first with ${most} processes)`;
-  if (!warmup.acquisitions)
-    return `${head}, just before that window, and ${fresh}.`;
-  return `Before its first measured window in a variant each contender ran unmeasured windows of ${warmup.windowMs} ms, just before it: at least ${warmup.rounds} (${fresh}), then more until each of its processes had made ${int(warmup.acquisitions)} acquisitions in them, up to ${warmup.maxRounds} in all (${warmUpRange(c)}).`;
+  const fresh =
+    warmup.freshRounds === undefined || warmup.freshRounds === warmup.rounds
+      ? undefined
+      : `${warmup.freshRounds} in a variant where some of its processes ran for the first time (the first one, and the first with ${most} processes)`;
+  if (warmup.acquisitions) {
+    const least = fresh
+      ? `${warmup.rounds}, or ${fresh};`
+      : `${warmup.rounds},`;
+    return `Before its first measured window in a variant each contender ran unmeasured windows of ${warmup.windowMs} ms, just before it: at least ${least} then more until each of its processes had made ${int(warmup.acquisitions)} acquisitions in them, up to ${warmup.maxRounds} in all (${warmUpRange(c)}).`;
+  }
+  const head = `Before its first measured window each contender ran ${unmeasuredWindows(warmup.rounds)} of ${warmup.windowMs} ms in every variant`;
+  return fresh ? `${head}, just before that window, and ${fresh}.` : `${head}.`;
 }
 
 /** "windows run: 1 process x 16, hold 0 ms: 4; ...": the fewest and most warm-up windows of each variant. */
