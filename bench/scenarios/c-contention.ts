@@ -33,7 +33,7 @@ export interface ContentionRow {
   readonly windows: ContentionFigures[];
   readonly error?: string;
   /** Unmeasured windows run before the first measured one (absent in runs from before). */
-  readonly warmUpRounds?: number;
+  readonly warmupWindows?: number;
   /** Medians over the repetitions (worst where named so). */
   readonly acquisitionsPerSec: number;
   /** acquisitions/s over the polling raw lock's: the median of the per-repetition ratios. */
@@ -239,7 +239,7 @@ export async function runContentionScenario(
   // the first of them.
   const pools = new Map(ids.map((id) => [id, new WorkerPool(processes)]));
   const windows = new RepeatedWindows<ContentionFigures>();
-  const warmUpRounds = new Map<string, number>();
+  const warmupWindows = new Map<string, number>();
   try {
     await withTimeout(
       Promise.all([...pools.values()].map((pool) => pool.ready())),
@@ -256,7 +256,7 @@ export async function runContentionScenario(
           if (windows.failed(v, id)) continue;
           const pool = pools.get(id)!;
           if (rep === 0)
-            warmUpRounds.set(
+            warmupWindows.set(
               `${v}:${id}`,
               await warmUp(ctx, pool, id, variant, v, fresh[v]),
             );
@@ -314,7 +314,7 @@ export async function runContentionScenario(
           label: contender(id).label,
           windows: w,
           error: windows.error(v, id),
-          warmUpRounds: warmUpRounds.get(`${v}:${id}`),
+          warmupWindows: warmupWindows.get(`${v}:${id}`),
           acquisitionsPerSec: m((f) => f.acquisitionsPerSec),
           ratio: median(toRaw),
           ratioToFifo: ids.includes(yardstick)

@@ -119,7 +119,7 @@ function warmUpSentence(
 function warmUpRange(c: ContentionResult): string {
   const ranges = c.variants.map((variant) => {
     const rounds = variant.rows
-      .map((row) => row.warmUpRounds)
+      .map((row) => row.warmupWindows)
       .filter((n): n is number => n !== undefined);
     if (rounds.length === 0) return `${variant.label}: -`;
     const least = Math.min(...rounds);
