@@ -1,0 +1,72 @@
+/**
+ * C's one-process shape, outside the harness: 16 loops in one worker process
+ * (C's compiled bench workers) on one key, holding HOLD_MS (default 0), in
+ * 2 s windows, each contender in a worker of its own and the contenders
+ * taking windows in turn (the order reversed every other round). Prints each
+ * contender's median acquisitions/s over the windows after the first two,
+ * with the spread (coefficient of variation, smallest, largest), to compare
+ * contenders where one Node process does all the callers' work.
+ *
+ *   node --import @swc-node/register/esm-register bench/probes/one-process-windows.ts raw-fifo ours-service ours-decorator ours-decorator-unscoped
+ *
+ * WINDOWS (default 12) windows per contender; extra Node flags for the
+ * workers: WORKER_FLAGS. Redis at REDIS_URL (default
+ * redis://127.0.0.1:6379); keys `probe:one:*`.
+ */
+import { nowMs } from '../clock.js';
+import { analyzeContention } from '../scenarios/contention-analysis.js';
+import type { ContentionSpec } from '../scenarios/contention-core.js';
+import { median } from '../stats.js';
+import { WorkerPool } from '../workers/pool.js';
+import { probeArguments } from './cycles.js';
+
+const contenders = 16;
+const windowMs = 2_000;
+const { url, ids } = probeArguments('one-process-windows.ts');
+const holdMs = Number(process.env.HOLD_MS ?? 0);
+const windows = Number(process.env.WINDOWS ?? 12);
+const flags = (process.env.WORKER_FLAGS ?? '').split(' ').filter(Boolean);
+const pools = new Map(ids.map((id) => [id, new WorkerPool(1, flags)]));
+const rates = new Map<string, number[]>(ids.map((id) => [id, []]));
+
+async function runWindow(id: string, n: number): Promise<number> {
+  const pool = pools.get(id)!;
+  await pool.open(id, [url], 1);
+  try {
+    const startAt = nowMs() + 100;
+    const spec: ContentionSpec = {
+      key: `probe:one:${id}:${n}`,
+      who: Array.from({ length: contenders }, (_, i) => i),
+      holdMs,
+      startAt,
+      windowMs,
+      ttlMs: 10_000,
+      drainMs: 5_000,
+    };
+    const parts = await pool.run([spec]);
+    return analyzeContention(parts, contenders, startAt, windowMs)
+      .acquisitionsPerSec;
+  } finally {
+    await pool.close();
+  }
+}
+
+try {
+  await Promise.all([...pools.values()].map((pool) => pool.ready()));
+  for (let n = 0; n < windows; n++) {
+    for (const id of n % 2 === 0 ? ids : [...ids].reverse())
+      rates.get(id)!.push(await runWindow(id, n));
+  }
+  for (const [id, all] of rates) {
+    const kept = all.slice(2);
+    const mean = kept.reduce((a, b) => a + b, 0) / kept.length;
+    const sd = Math.sqrt(
+      kept.reduce((a, b) => a + (b - mean) ** 2, 0) / kept.length,
+    );
+    process.stdout.write(
+      `${id}: median ${Math.round(median(kept))} acquisitions/s over ${kept.length} windows (cv ${(sd / mean).toFixed(2)}, ${Math.round(Math.min(...kept))}-${Math.round(Math.max(...kept))})\n`,
+    );
+  }
+} finally {
+  await Promise.all([...pools.values()].map((pool) => pool.stop()));
+}
