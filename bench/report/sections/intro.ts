@@ -105,6 +105,11 @@ export function introSection(r: BenchResults): string[] {
       targetsTable(checks),
       '',
     );
+    if (missed.length > 0)
+      out.push(
+        "What was measured and tried for the targets still short, with the figures and the command behind each, is in the repository's `docs/benchmarks/performance-notes.md`; the README's Benchmarks section sums up the latest full run.",
+        '',
+      );
   }
   if (r.errors.length > 0) {
     out.push('## Errors in this run', '', ...r.errors.map((e) => `- ${e}`), '');
