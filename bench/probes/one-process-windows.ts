@@ -54,7 +54,7 @@ async function runWindow(id: string, n: number): Promise<number> {
 try {
   await Promise.all([...pools.values()].map((pool) => pool.ready()));
   for (let n = 0; n < windows; n++) {
-    for (const id of n % 2 === 0 ? ids : [...ids].reverse())
+    for (const id of n % 2 === 0 ? ids : ids.toReversed())
       rates.get(id)!.push(await runWindow(id, n));
   }
   for (const [id, all] of rates) {
