@@ -14,15 +14,13 @@
  * do the measured work, run compiled. Redis at REDIS_URL (default
  * redis://127.0.0.1:6379); keys `probe:idle:*`.
  */
-import { nowMs, sleep } from '../clock.js';
-import { analyzeContention } from '../scenarios/contention-analysis.js';
-import type { ContentionSpec } from '../scenarios/contention-core.js';
+import { sleep } from '../clock.js';
 import { WorkerPool } from '../workers/pool.js';
 import { probeArguments } from './cycles.js';
+import { probeWindow } from './windows.js';
 
 const processes = 4;
 const perProcess = 4;
-const windowMs = 2_000;
 const windows = 7;
 
 const { url, ids } = probeArguments('idle-windows.ts');
@@ -41,28 +39,12 @@ try {
       process.stdout.write(`idle ${idleS} s\n`);
       await sleep(idleS * 1000);
     }
-    await pool.open(id, [url]);
-    const startAt = nowMs() + 100;
-    const specs = Array.from(
-      { length: processes },
-      (_spec, w): ContentionSpec => ({
-        key: `probe:idle:${id}:${n}`,
-        who: Array.from({ length: perProcess }, (_, i) => w * perProcess + i),
-        holdMs,
-        startAt,
-        windowMs,
-        ttlMs: 10_000,
-        drainMs: 5_000,
-      }),
-    );
-    const parts = await pool.run(specs);
-    await pool.close();
-    const f = analyzeContention(
-      parts,
-      processes * perProcess,
-      startAt,
-      windowMs,
-    );
+    const f = await probeWindow(pool, id, url, {
+      key: `probe:idle:${id}:${n}`,
+      processes,
+      perProcess,
+      holdMs,
+    });
     process.stdout.write(
       `window ${n + 1}: ${Math.round(f.acquisitionsPerSec)} acquisitions/s, longest wait ${f.longestWaitMs.toFixed(1)} ms\n`,
     );

@@ -13,15 +13,11 @@
  * workers: WORKER_FLAGS. Redis at REDIS_URL (default
  * redis://127.0.0.1:6379); keys `probe:one:*`.
  */
-import { nowMs } from '../clock.js';
-import { analyzeContention } from '../scenarios/contention-analysis.js';
-import type { ContentionSpec } from '../scenarios/contention-core.js';
 import { median } from '../stats.js';
 import { WorkerPool } from '../workers/pool.js';
 import { probeArguments } from './cycles.js';
+import { probeWindow } from './windows.js';
 
-const contenders = 16;
-const windowMs = 2_000;
 const { url, ids } = probeArguments('one-process-windows.ts');
 const holdMs = Number(process.env.HOLD_MS ?? 0);
 const windows = Number(process.env.WINDOWS ?? 12);
@@ -29,27 +25,15 @@ const flags = (process.env.WORKER_FLAGS ?? '').split(' ').filter(Boolean);
 const pools = new Map(ids.map((id) => [id, new WorkerPool(1, flags)]));
 const rates = new Map<string, number[]>(ids.map((id) => [id, []]));
 
-async function runWindow(id: string, n: number): Promise<number> {
-  const pool = pools.get(id)!;
-  await pool.open(id, [url], 1);
-  try {
-    const startAt = nowMs() + 100;
-    const spec: ContentionSpec = {
+const runWindow = async (id: string, n: number): Promise<number> =>
+  (
+    await probeWindow(pools.get(id)!, id, url, {
       key: `probe:one:${id}:${n}`,
-      who: Array.from({ length: contenders }, (_, i) => i),
+      processes: 1,
+      perProcess: 16,
       holdMs,
-      startAt,
-      windowMs,
-      ttlMs: 10_000,
-      drainMs: 5_000,
-    };
-    const parts = await pool.run([spec]);
-    return analyzeContention(parts, contenders, startAt, windowMs)
-      .acquisitionsPerSec;
-  } finally {
-    await pool.close();
-  }
-}
+    })
+  ).acquisitionsPerSec;
 
 try {
   await Promise.all([...pools.values()].map((pool) => pool.ready()));
