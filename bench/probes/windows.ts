@@ -4,14 +4,22 @@ import {
   type ContentionFigures,
 } from '../scenarios/contention-analysis.js';
 import type { ContentionSpec } from '../scenarios/contention-core.js';
+import type { Stalls } from '../scenarios/stall-watch.js';
 import type { WorkerPool } from '../workers/pool.js';
 
 const probeWindowMs = 2_000;
+
+/** A probe window's figures, with each process's stalls when it watched them. */
+export type ProbeWindowFigures = ContentionFigures & {
+  readonly stalls: readonly Stalls[];
+};
 
 /**
  * One window of C's shape for the probes: `perProcess` loops in each of the
  * pool's `processes` worker processes on `key`, holding `holdMs`, the
  * contender opened fresh for the window (as C's windows do) and closed after.
+ * With `watchStalls`, each process records its event-loop delay and GC
+ * pauses over the window.
  */
 export async function probeWindow(
   pool: WorkerPool,
@@ -22,9 +30,10 @@ export async function probeWindow(
     readonly processes: number;
     readonly perProcess: number;
     readonly holdMs: number;
+    readonly watchStalls?: boolean;
   },
-): Promise<ContentionFigures> {
-  const { key, processes, perProcess, holdMs } = shape;
+): Promise<ProbeWindowFigures> {
+  const { key, processes, perProcess, holdMs, watchStalls } = shape;
   await pool.open(id, [url], processes);
   try {
     const startAt = nowMs() + 100;
@@ -38,15 +47,19 @@ export async function probeWindow(
         windowMs: probeWindowMs,
         ttlMs: 10_000,
         drainMs: 5_000,
+        watchStalls,
       }),
     );
     const parts = await pool.run(specs);
-    return analyzeContention(
-      parts,
-      processes * perProcess,
-      startAt,
-      probeWindowMs,
-    );
+    return {
+      ...analyzeContention(
+        parts,
+        processes * perProcess,
+        startAt,
+        probeWindowMs,
+      ),
+      stalls: parts.flatMap((part) => (part.stalls ? [part.stalls] : [])),
+    };
   } finally {
     await pool.close();
   }

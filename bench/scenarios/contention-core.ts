@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { nowMs, sleep, sleepUntil } from '../clock.js';
 import type { ContenderInstance } from '../contenders/types.js';
 import { errorText } from './context.js';
+import { watchStalls, type Stalls } from './stall-watch.js';
 
 /** One contention window, as run by one process for its share of the contenders. */
 export interface ContentionSpec {
@@ -23,6 +24,8 @@ export interface ContentionSpec {
   readonly readShare?: number;
   /** J: seed of every loop's read/write draws (with its contender number), so each contender sees the same mix. */
   readonly seed?: number;
+  /** Probes only: record the process's event-loop delay and GC pauses over the window. */
+  readonly watchStalls?: boolean;
 }
 
 /** What one process saw; timestamps on the shared clock. */
@@ -38,6 +41,8 @@ export interface ContentionEvents {
   /** Loops still busy when the drain time ran out. */
   readonly stragglers: number;
   readonly firstError?: string;
+  /** With `watchStalls`: what held the process up during the window. */
+  readonly stalls?: Stalls;
 }
 
 /**
@@ -111,8 +116,10 @@ export async function runContention(
   };
 
   await sleepUntil(spec.startAt);
+  const stopWatching = spec.watchStalls ? watchStalls() : undefined;
   const loops = Promise.all(spec.who.map((who) => loop(who)));
   await sleepUntil(end);
+  const stalls = stopWatching?.();
   stop.abort();
   const drained = await Promise.race([
     loops.then(() => true),
@@ -125,6 +132,7 @@ export async function runContention(
     failures,
     stragglers: drained ? 0 : busy,
     firstError,
+    ...(stalls ? { stalls } : {}),
   };
 }
 

@@ -1,0 +1,39 @@
+import {
+  monitorEventLoopDelay,
+  PerformanceObserver,
+  type PerformanceEntry,
+} from 'node:perf_hooks';
+
+/** What held up one process during a window. */
+export interface Stalls {
+  /** The event loop's longest delay (a 2 ms timer's lateness), ms. */
+  readonly loopDelayMaxMs: number;
+  /** Garbage collection pauses in all, and the longest, ms. */
+  readonly gcMs: number;
+  readonly gcLongestMs: number;
+}
+
+/**
+ * Starts watching this process's event loop and GC pauses; the returned
+ * function stops and answers what it saw. For probes only: its timer and
+ * observer cost the process a little, so the benchmark's windows never
+ * watch.
+ */
+export function watchStalls(): () => Stalls {
+  const delay = monitorEventLoopDelay({ resolution: 2 });
+  let gcMs = 0;
+  let gcLongestMs = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries() as PerformanceEntry[]) {
+      gcMs += entry.duration;
+      gcLongestMs = Math.max(gcLongestMs, entry.duration);
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  delay.enable();
+  return () => {
+    delay.disable();
+    observer.disconnect();
+    return { loopDelayMaxMs: delay.max / 1e6, gcMs, gcLongestMs };
+  };
+}
