@@ -23,16 +23,20 @@ export function watchStalls(): () => Stalls {
   const delay = monitorEventLoopDelay({ resolution: 2 });
   let gcMs = 0;
   let gcLongestMs = 0;
-  const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries() as PerformanceEntry[]) {
+  const count = (entries: readonly PerformanceEntry[]): void => {
+    for (const entry of entries) {
       gcMs += entry.duration;
       gcLongestMs = Math.max(gcLongestMs, entry.duration);
     }
-  });
+  };
+  const observer = new PerformanceObserver((list) => count(list.getEntries()));
   observer.observe({ entryTypes: ['gc'] });
   delay.enable();
   return () => {
     delay.disable();
+    // Entries are delivered in batches: those of the last moments are
+    // still buffered.
+    count(observer.takeRecords());
     observer.disconnect();
     return { loopDelayMaxMs: delay.max / 1e6, gcMs, gcLongestMs };
   };
