@@ -14,43 +14,36 @@
  * redis://127.0.0.1:6379); keys `probe:one:*`.
  */
 import { median } from '../stats.js';
-import { WorkerPool } from '../workers/pool.js';
 import { probeArguments } from './cycles.js';
-import { probeWindow } from './windows.js';
+import { probeWindow, windowsInTurn } from './windows.js';
 
 const { url, ids } = probeArguments('one-process-windows.ts');
 const holdMs = Number(process.env.HOLD_MS ?? 0);
 const windows = Number(process.env.WINDOWS ?? 12);
-const flags = (process.env.WORKER_FLAGS ?? '').split(' ').filter(Boolean);
-const pools = new Map(ids.map((id) => [id, new WorkerPool(1, flags)]));
+const nodeFlags = (process.env.WORKER_FLAGS ?? '').split(' ').filter(Boolean);
 const rates = new Map<string, number[]>(ids.map((id) => [id, []]));
 
-const runWindow = async (id: string, n: number): Promise<number> =>
-  (
-    await probeWindow(pools.get(id)!, id, url, {
+await windowsInTurn(
+  ids,
+  { processes: 1, nodeFlags },
+  windows,
+  async (pool, id, n) => {
+    const figures = await probeWindow(pool, id, url, {
       key: `probe:one:${id}:${n}`,
       processes: 1,
       perProcess: 16,
       holdMs,
-    })
-  ).acquisitionsPerSec;
-
-try {
-  await Promise.all([...pools.values()].map((pool) => pool.ready()));
-  for (let n = 0; n < windows; n++) {
-    for (const id of n % 2 === 0 ? ids : ids.toReversed())
-      rates.get(id)!.push(await runWindow(id, n));
-  }
-  for (const [id, all] of rates) {
-    const kept = all.slice(2);
-    const mean = kept.reduce((a, b) => a + b, 0) / kept.length;
-    const sd = Math.sqrt(
-      kept.reduce((a, b) => a + (b - mean) ** 2, 0) / kept.length,
-    );
-    process.stdout.write(
-      `${id}: median ${Math.round(median(kept))} acquisitions/s over ${kept.length} windows (cv ${(sd / mean).toFixed(2)}, ${Math.round(Math.min(...kept))}-${Math.round(Math.max(...kept))})\n`,
-    );
-  }
-} finally {
-  await Promise.all([...pools.values()].map((pool) => pool.stop()));
+    });
+    rates.get(id)!.push(figures.acquisitionsPerSec);
+  },
+);
+for (const [id, all] of rates) {
+  const kept = all.slice(2);
+  const mean = kept.reduce((a, b) => a + b, 0) / kept.length;
+  const sd = Math.sqrt(
+    kept.reduce((a, b) => a + (b - mean) ** 2, 0) / kept.length,
+  );
+  process.stdout.write(
+    `${id}: median ${Math.round(median(kept))} acquisitions/s over ${kept.length} windows (cv ${(sd / mean).toFixed(2)}, ${Math.round(Math.min(...kept))}-${Math.round(Math.max(...kept))})\n`,
+  );
 }

@@ -16,15 +16,17 @@
  * redis://127.0.0.1:6379); keys `probe:tail:*`.
  */
 import { median } from '../stats.js';
-import { WorkerPool } from '../workers/pool.js';
 import { probeArguments } from './cycles.js';
-import { probeWindow, type ProbeWindowFigures } from './windows.js';
+import {
+  probeWindow,
+  windowsInTurn,
+  type ProbeWindowFigures,
+} from './windows.js';
 
 const { url, ids } = probeArguments('tail-windows.ts');
 const processes = Number(process.env.PROCESSES ?? 1);
 const holdMs = Number(process.env.HOLD_MS ?? 0);
 const windows = Number(process.env.WINDOWS ?? 20);
-const pools = new Map(ids.map((id) => [id, new WorkerPool(processes)]));
 const seen = new Map<string, ProbeWindowFigures[]>(ids.map((id) => [id, []]));
 
 const fixed = (ms: number) => ms.toFixed(1).padStart(6);
@@ -43,37 +45,37 @@ function describe(id: string, n: number, window: ProbeWindowFigures): string {
   );
 }
 
-try {
-  await Promise.all([...pools.values()].map((pool) => pool.ready()));
-  // Two windows each first, unmeasured: fresh processes start slow.
-  for (let n = -2; n < windows; n++) {
-    for (const id of n % 2 === 0 ? ids : ids.toReversed()) {
-      const window = await probeWindow(pools.get(id)!, id, url, {
-        key: `probe:tail:${id}:${n}`,
-        processes,
-        perProcess: 16 / processes,
-        holdMs,
-        watchStalls: true,
-      });
-      if (n < 0) continue;
-      seen.get(id)!.push(window);
-      process.stdout.write(describe(id, n, window));
-    }
-  }
-  for (const [id, all] of seen) {
-    const waits = all.map((w) => w.longestWaitMs);
-    const typical = median(waits);
-    const long = all.filter((w) => w.longestWaitMs > 1.5 * typical);
-    const stalled = long.filter((w) =>
-      w.stalls.some(
-        (s) => s.loopDelayMaxMs >= (w.longestWaitParts?.longestFreeMs ?? 0),
-      ),
-    );
-    process.stdout.write(
-      `${id}: longest wait median ${typical.toFixed(1)} ms, worst ${Math.max(...waits).toFixed(1)} ms; ` +
-        `${long.length} window(s) above 1.5x the median, ${stalled.length} of them with a process stalled as long as the wait's longest gap\n`,
-    );
-  }
-} finally {
-  await Promise.all([...pools.values()].map((pool) => pool.stop()));
+// Two windows each first, unmeasured: fresh processes start slow.
+const unmeasured = 2;
+await windowsInTurn(
+  ids,
+  { processes },
+  unmeasured + windows,
+  async (pool, id, round) => {
+    const n = round - unmeasured;
+    const window = await probeWindow(pool, id, url, {
+      key: `probe:tail:${id}:${n}`,
+      processes,
+      perProcess: 16 / processes,
+      holdMs,
+      watchStalls: true,
+    });
+    if (n < 0) return;
+    seen.get(id)!.push(window);
+    process.stdout.write(describe(id, n, window));
+  },
+);
+for (const [id, all] of seen) {
+  const waits = all.map((w) => w.longestWaitMs);
+  const typical = median(waits);
+  const long = all.filter((w) => w.longestWaitMs > 1.5 * typical);
+  const stalled = long.filter((w) =>
+    w.stalls.some(
+      (s) => s.loopDelayMaxMs >= (w.longestWaitParts?.longestFreeMs ?? 0),
+    ),
+  );
+  process.stdout.write(
+    `${id}: longest wait median ${typical.toFixed(1)} ms, worst ${Math.max(...waits).toFixed(1)} ms; ` +
+      `${long.length} window(s) above 1.5x the median, ${stalled.length} of them with a process stalled as long as the wait's longest gap\n`,
+  );
 }

@@ -5,7 +5,7 @@ import {
 } from '../scenarios/contention-analysis.js';
 import type { ContentionSpec } from '../scenarios/contention-core.js';
 import type { Stalls } from '../scenarios/stall-watch.js';
-import type { WorkerPool } from '../workers/pool.js';
+import { WorkerPool } from '../workers/pool.js';
 
 const probeWindowMs = 2_000;
 
@@ -62,5 +62,32 @@ export async function probeWindow(
     };
   } finally {
     await pool.close();
+  }
+}
+
+/**
+ * `rounds` rounds in which each contender of `ids` runs `window` once, in a
+ * worker pool of its own (`processes` workers started with `nodeFlags`),
+ * the contenders in turn and their order reversed every other round, so
+ * none always follows another. The pools start before the first round and
+ * stop after the last, or when a window fails.
+ */
+export async function windowsInTurn(
+  ids: readonly string[],
+  workers: { readonly processes: number; readonly nodeFlags?: string[] },
+  rounds: number,
+  window: (pool: WorkerPool, id: string, round: number) => Promise<void>,
+): Promise<void> {
+  const pools = new Map(
+    ids.map((id) => [id, new WorkerPool(workers.processes, workers.nodeFlags)]),
+  );
+  try {
+    await Promise.all([...pools.values()].map((pool) => pool.ready()));
+    for (let round = 0; round < rounds; round++) {
+      for (const id of round % 2 === 0 ? ids : ids.toReversed())
+        await window(pools.get(id)!, id, round);
+    }
+  } finally {
+    await Promise.all([...pools.values()].map((pool) => pool.stop()));
   }
 }
