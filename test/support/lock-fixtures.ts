@@ -39,6 +39,27 @@ export function blockEventLoop(ms: number): void {
 }
 
 /**
+ * {@link blockEventLoop} for at least `ms`, and on until `done()` holds, for
+ * at most `maxMs`: a test that must know something happened outside while
+ * this process was stalled (an answer arrived) does not leave that to how
+ * soon a busy machine schedules the other process. Returns how long it
+ * blocked; throws when `done()` did not hold within `maxMs`.
+ */
+export function blockEventLoopUntil(
+  ms: number,
+  done: () => boolean,
+  maxMs: number,
+): number {
+  const startedAt = performance.now();
+  for (;;) {
+    const blocked = performance.now() - startedAt;
+    if (blocked >= ms && done()) return blocked;
+    if (blocked >= maxMs)
+      throw new Error(`blocked ${Math.round(blocked)} ms and still waiting`);
+  }
+}
+
+/**
  * Holds every client of the Redis at `url` for `ms` (`CLIENT PAUSE ms
  * ALL`): their commands wait and then run in order. Resolves once the pause
  * is set.

@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { RestartGuard } from '../../src/backends/quorum/restart-guard.js';
-import { blockEventLoop } from '../../../../test/support/lock-fixtures.js';
+import { blockEventLoopUntil } from '../../../../test/support/lock-fixtures.js';
+import { unreadBytes } from '../../../../test/support/socket-queue.js';
 import {
   startRedisServer,
   type RedisServerHandle,
@@ -29,13 +30,21 @@ describe('RestartGuard (quorum: a restarted node sits out)', () => {
     try {
       await vi.waitFor(() => expect(guard.counts(0)).toBe(true));
       // The guard's own 'ready' listener comes first and sends INFO server;
-      // this one then blocks past the read's 1,000 ms before anything is
-      // read. The block is long so that a busy machine still answers within
-      // it: at a 400 ms limit and a 600 ms block, two of six runs beside
-      // three busy loops on two cores failed (eight of eight pass now).
+      // this one then blocks past the read's 1,000 ms limit, and on until
+      // the answer has reached the socket, unread. The arrival is checked,
+      // not assumed: a machine busy with the rest of the suite need not
+      // have let Redis answer within 1.2 s, and then the read rightly times
+      // out (the test failed two of five full CI runs when it only waited).
+      let blockedMs = 0;
       const stalled = new Promise<void>((resolve) =>
         client.once('ready', () => {
-          blockEventLoop(1_200);
+          const port = client.stream.localPort;
+          if (port === undefined) throw new Error('no local port');
+          blockedMs = blockEventLoopUntil(
+            1_200,
+            () => (unreadBytes(port) ?? 0) > 0,
+            10_000,
+          );
           resolve();
         }),
       );
@@ -44,10 +53,17 @@ describe('RestartGuard (quorum: a restarted node sits out)', () => {
       // Same run_id: the node votes again as soon as the answer is read,
       // not after a retry a read timeout (1,000 ms) later; 800 ms leave a
       // busy machine room to read it.
-      await vi.waitFor(() => expect(guard.counts(0)).toBe(true), {
-        timeout: 800,
-        interval: 1,
-      });
+      await vi.waitFor(
+        () =>
+          expect(
+            guard.counts(0),
+            `after blocking ${Math.round(blockedMs)} ms`,
+          ).toBe(true),
+        {
+          timeout: 800,
+          interval: 1,
+        },
+      );
     } finally {
       guard.close();
       client.disconnect();
