@@ -28,22 +28,13 @@ export function settledFlag(promise: Promise<unknown>): () => boolean {
 }
 
 /**
- * Keeps this process busy for `ms`, as a long GC pause or a CPU-bound
- * handler would: nothing is read off the sockets meanwhile.
- */
-export function blockEventLoop(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // spin
-  }
-}
-
-/**
- * {@link blockEventLoop} for at least `ms`, and on until `done()` holds, for
- * at most `maxMs`: a test that must know something happened outside while
- * this process was stalled (an answer arrived) does not leave that to how
- * soon a busy machine schedules the other process. Returns how long it
- * blocked; throws when `done()` did not hold within `maxMs`.
+ * Keeps this process busy, as a long GC pause or a CPU-bound handler would
+ * (nothing is read off the sockets meanwhile), for at least `ms` and on
+ * until `done()` holds, for at most `maxMs`: a test that must know something
+ * happened outside while this process was stalled (an answer arrived) does
+ * not leave that to how soon a busy machine schedules the other process.
+ * Returns how long it blocked; throws when `done()` did not hold within
+ * `maxMs`.
  */
 export function blockEventLoopUntil(
   ms: number,

@@ -1,5 +1,9 @@
 import { readFileSync } from 'node:fs';
 
+import type { Redis } from 'ioredis';
+
+import { blockEventLoopUntil } from './lock-fixtures.js';
+
 /**
  * Bytes that reached the IPv4 TCP socket bound to local port `localPort` and
  * were not read yet: its `rx_queue` in `/proc/net/tcp`. A test that blocks
@@ -22,4 +26,28 @@ export function unreadBytes(localPort: number): number | undefined {
       return parseInt(queues.split(':')[1], 16);
   }
   return undefined;
+}
+
+/**
+ * Blocks this process's event loop for at least `ms`, as a long GC pause
+ * would, and on until each client's socket holds at least `minBytes` of
+ * answers nothing has read yet (at most `maxMs`): for tests of answers that
+ * arrive in time but are read only after the process's own stall. How soon
+ * Redis answers is then checked rather than assumed; a machine busy with
+ * the rest of the suite need not schedule it within the block.
+ */
+export function blockUntilAnswersArrive(
+  ms: number,
+  clients: readonly Redis[],
+  { minBytes = 1, maxMs = 10_000 } = {},
+): number {
+  const ports = clients.map((client) => {
+    const port = client.stream?.localPort;
+    if (port === undefined) throw new Error('a client is not connected');
+    return port;
+  });
+  // Where /proc cannot tell (not Linux), only the time is waited.
+  const arrived = () =>
+    ports.every((port) => (unreadBytes(port) ?? minBytes) >= minBytes);
+  return blockEventLoopUntil(ms, arrived, maxMs);
 }

@@ -4,10 +4,8 @@ import {
   answerWithin,
   settlesWithin,
 } from '../src/backends/answer-deadline.js';
-import {
-  blockEventLoop,
-  pauseRedis,
-} from '../../../test/support/lock-fixtures.js';
+import { pauseRedis } from '../../../test/support/lock-fixtures.js';
+import { blockUntilAnswersArrive } from '../../../test/support/socket-queue.js';
 import {
   startRedisServer,
   type RedisServerHandle,
@@ -32,7 +30,7 @@ describe('settlesWithin (the patience of shutdowns and drains)', () => {
     const answered = settlesWithin(client.ping(), 50);
     // PING is on the wire; its answer is read only after the block, when
     // the 50 ms are overdue too.
-    blockEventLoop(200);
+    blockUntilAnswersArrive(200, [client]);
     expect(await answered).toBe(true);
   });
 
@@ -49,7 +47,7 @@ describe('settlesWithin (the patience of shutdowns and drains)', () => {
 describe('answerWithin (the time limit of startup checks and health calls)', () => {
   it("takes an answer read after the process's own stall", async () => {
     const answer = answerWithin(client.ping(), 50);
-    blockEventLoop(200);
+    blockUntilAnswersArrive(200, [client]);
     expect(await answer).toBe('PONG');
   });
 

@@ -8,10 +8,8 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../test/support/redis-server.js';
-import {
-  blockEventLoop,
-  pauseRedis,
-} from '../../../test/support/lock-fixtures.js';
+import { pauseRedis } from '../../../test/support/lock-fixtures.js';
+import { blockUntilAnswersArrive } from '../../../test/support/socket-queue.js';
 
 let server: RedisServerHandle;
 let client: Redis;
@@ -36,7 +34,8 @@ describe('probeRedisNode (the health check of one Redis)', () => {
     const probing = probeRedisNode(client, scripts, 50);
     // PING and SCRIPT EXISTS are on the wire; Redis answers at once, but
     // nothing is read until the block ends, when the limit is overdue too.
-    blockEventLoop(200);
+    // `+PONG` and `*1 :1`, 15 bytes.
+    blockUntilAnswersArrive(200, [client], { minBytes: 15 });
     const health = await probing;
     expect(health.message).toBeUndefined();
     expect(health.up).toBe(true);

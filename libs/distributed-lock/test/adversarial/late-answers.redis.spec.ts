@@ -5,11 +5,11 @@
  */
 import { LockBackendError, type LockHandle } from '@app/distributed-lock';
 import {
-  blockEventLoop,
   eventually,
   settledFlag,
   sleep,
 } from '../../../../test/support/lock-fixtures.js';
+import { blockUntilAnswersArrive } from '../../../../test/support/socket-queue.js';
 import { useAdversarialFixture } from './helpers.js';
 
 const fixture = useAdversarialFixture();
@@ -114,7 +114,7 @@ describe('late answers and lost wake-ups', () => {
     expect(s.client.commandQueue.length).toBeGreaterThan(0);
     // Redis answers at once; this process reads nothing until the block
     // ends, and by then the call's deadline is overdue too.
-    blockEventLoop(200);
+    blockUntilAnswersArrive(200, [s.client]);
     expect(await releasing).toBe(true);
     expect(await fixture.redis.call('EXISTS', 'lock:{stalled-caller}')).toBe(0);
   });

@@ -16,10 +16,8 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
-import {
-  blockEventLoop,
-  eventually,
-} from '../../../../test/support/lock-fixtures.js';
+import { eventually } from '../../../../test/support/lock-fixtures.js';
+import { blockUntilAnswersArrive } from '../../../../test/support/socket-queue.js';
 import { useHealthApps } from './health-fixtures.js';
 
 let server: RedisServerHandle;
@@ -255,7 +253,7 @@ describe('LockHealthIndicator on other backends', () => {
       await Promise.resolve();
     expect(observer.commandQueue.length).toBeGreaterThan(0);
     // The answer is read only after the block, when the 50 ms are overdue.
-    blockEventLoop(200);
+    blockUntilAnswersArrive(200, [observer]);
     const checked = await checking;
     expect(checked.lock.message).toBeUndefined();
     expect(checked.lock.status).toBe('up');

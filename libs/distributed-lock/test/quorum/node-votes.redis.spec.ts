@@ -1,5 +1,5 @@
 import { askEveryNode } from '../../src/backends/quorum/node-votes.js';
-import { blockEventLoop } from '../../../../test/support/lock-fixtures.js';
+import { blockUntilAnswersArrive } from '../../../../test/support/socket-queue.js';
 import { useQuorumNodes } from './quorum-fixtures.js';
 
 const nodes = useQuorumNodes({ three: true, look: 'three' });
@@ -11,7 +11,7 @@ describe('askEveryNode when the caller itself stalls', () => {
     // The PINGs are on the wire; the nodes answer within a millisecond, but
     // this process reads nothing until the block ends, and by then the
     // round's timer is overdue too. The nodes were not late: the caller was.
-    blockEventLoop(200);
+    blockUntilAnswersArrive(200, clients);
     const { replies, silent } = await round;
     expect(replies.map((reply) => reply.value)).toEqual([
       'PONG',

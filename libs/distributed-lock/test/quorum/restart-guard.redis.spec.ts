@@ -1,8 +1,7 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { RestartGuard } from '../../src/backends/quorum/restart-guard.js';
-import { blockEventLoopUntil } from '../../../../test/support/lock-fixtures.js';
-import { unreadBytes } from '../../../../test/support/socket-queue.js';
+import { blockUntilAnswersArrive } from '../../../../test/support/socket-queue.js';
 import {
   startRedisServer,
   type RedisServerHandle,
@@ -38,13 +37,7 @@ describe('RestartGuard (quorum: a restarted node sits out)', () => {
       let blockedMs = 0;
       const stalled = new Promise<void>((resolve) =>
         client.once('ready', () => {
-          const port = client.stream.localPort;
-          if (port === undefined) throw new Error('no local port');
-          blockedMs = blockEventLoopUntil(
-            1_200,
-            () => (unreadBytes(port) ?? 0) > 0,
-            10_000,
-          );
+          blockedMs = blockUntilAnswersArrive(1_200, [client]);
           resolve();
         }),
       );

@@ -3,10 +3,8 @@ import { Redis } from 'ioredis';
 import { LockBackendError } from '../../src/errors/lock-errors.js';
 import { RedisSemaphoreBackend } from '../../src/semaphore/redis/redis-semaphore-backend.js';
 import type { SemaphoreRequest } from '../../src/semaphore/semaphore-backend.js';
-import {
-  blockEventLoop,
-  pauseRedis,
-} from '../../../../test/support/lock-fixtures.js';
+import { pauseRedis } from '../../../../test/support/lock-fixtures.js';
+import { blockUntilAnswersArrive } from '../../../../test/support/socket-queue.js';
 import {
   startRedisServer,
   type RedisServerHandle,
@@ -68,7 +66,7 @@ describe('Redis semaphore backend: answers that come late', () => {
     expect(client.commandQueue.length).toBeGreaterThan(0);
     // Redis answers at once; nothing is read until the block ends, when the
     // call's time limit is overdue too.
-    blockEventLoop(200);
+    blockUntilAnswersArrive(200, [client]);
     await expect(acquiring).resolves.toMatchObject({ acquired: true });
   });
 
