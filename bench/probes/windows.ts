@@ -3,15 +3,23 @@ import {
   analyzeContention,
   type ContentionFigures,
 } from '../scenarios/contention-analysis.js';
-import type { ContentionSpec } from '../scenarios/contention-core.js';
+import type {
+  ContentionEvents,
+  ContentionSpec,
+} from '../scenarios/contention-core.js';
 import type { Stalls } from '../scenarios/stall-watch.js';
 import { WorkerPool } from '../workers/pool.js';
 
 const probeWindowMs = 2_000;
 
-/** A probe window's figures, with each process's stalls when it watched them. */
+/**
+ * A probe window's figures, with each process's stalls when it watched them
+ * and what each process saw (its events, wake-ups included when it watched
+ * hand-offs), by process.
+ */
 export type ProbeWindowFigures = ContentionFigures & {
   readonly stalls: readonly Stalls[];
+  readonly parts: readonly ContentionEvents[];
 };
 
 /**
@@ -19,7 +27,8 @@ export type ProbeWindowFigures = ContentionFigures & {
  * pool's `processes` worker processes on `key`, holding `holdMs`, the
  * contender opened fresh for the window (as C's windows do) and closed after.
  * With `watchStalls`, each process records its event-loop delay and GC
- * pauses over the window.
+ * pauses over the window; with `watchHandoffs`, the wake-ups it read (this
+ * library's contenders only).
  */
 export async function probeWindow(
   pool: WorkerPool,
@@ -31,9 +40,11 @@ export async function probeWindow(
     readonly perProcess: number;
     readonly holdMs: number;
     readonly watchStalls?: boolean;
+    readonly watchHandoffs?: boolean;
   },
 ): Promise<ProbeWindowFigures> {
-  const { key, processes, perProcess, holdMs, watchStalls } = shape;
+  const { key, processes, perProcess, holdMs, watchStalls, watchHandoffs } =
+    shape;
   await pool.open(id, [url], processes);
   try {
     const startAt = nowMs() + 100;
@@ -48,6 +59,7 @@ export async function probeWindow(
         ttlMs: 10_000,
         drainMs: 5_000,
         watchStalls,
+        ...(watchHandoffs ? { watchHandoffsAt: url } : {}),
       }),
     );
     const parts = await pool.run(specs);
@@ -59,6 +71,7 @@ export async function probeWindow(
         probeWindowMs,
       ),
       stalls: parts.flatMap((part) => (part.stalls ? [part.stalls] : [])),
+      parts,
     };
   } finally {
     await pool.close();

@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { nowMs, sleep, sleepUntil } from '../clock.js';
 import type { ContenderInstance } from '../contenders/types.js';
 import { errorText } from './context.js';
+import type { Wakes } from './handoff-watch.js';
 import { watchStalls, type Stalls } from './stall-watch.js';
 
 /** One contention window, as run by one process for its share of the contenders. */
@@ -26,6 +27,11 @@ export interface ContentionSpec {
   readonly seed?: number;
   /** Probes only: record the process's event-loop delay and GC pauses over the window. */
   readonly watchStalls?: boolean;
+  /**
+   * Probes only, for this library's contenders: record each wake-up the
+   * process read (see handoff-watch.ts), timed against the Redis at this URL.
+   */
+  readonly watchHandoffsAt?: string;
 }
 
 /** What one process saw; timestamps on the shared clock. */
@@ -43,6 +49,8 @@ export interface ContentionEvents {
   readonly firstError?: string;
   /** With `watchStalls`: what held the process up during the window. */
   readonly stalls?: Stalls;
+  /** With `watchHandoffsAt`: flat pairs, granted in Redis and read here (shared clock). */
+  readonly wakes?: Wakes;
 }
 
 /**
@@ -115,11 +123,20 @@ export async function runContention(
     }
   };
 
+  // Imported only when asked for: it loads this library, which the raw
+  // contenders' processes must not.
+  const stopWatchingHandoffs =
+    spec.watchHandoffsAt === undefined
+      ? undefined
+      : await (
+          await import('./handoff-watch.js')
+        ).watchHandoffs(spec.watchHandoffsAt);
   await sleepUntil(spec.startAt);
   const stopWatching = spec.watchStalls ? watchStalls() : undefined;
   const loops = Promise.all(spec.who.map((who) => loop(who)));
   await sleepUntil(end);
   const stalls = stopWatching?.();
+  const wakes = stopWatchingHandoffs?.();
   stop.abort();
   const drained = await Promise.race([
     loops.then(() => true),
@@ -133,6 +150,7 @@ export async function runContention(
     stragglers: drained ? 0 : busy,
     firstError,
     ...(stalls ? { stalls } : {}),
+    ...(wakes ? { wakes } : {}),
   };
 }
 
