@@ -34,19 +34,22 @@ export function settledFlag(promise: Promise<unknown>): () => boolean {
  * happened outside while this process was stalled (an answer arrived) does
  * not leave that to how soon a busy machine schedules the other process.
  * Returns how long it blocked; throws when `done()` did not hold within
- * `maxMs`.
+ * `maxMs`, naming what it was `waitingFor`.
  */
 export function blockEventLoopUntil(
   ms: number,
   done: () => boolean,
   maxMs: number,
+  waitingFor = 'the condition',
 ): number {
   const startedAt = performance.now();
   for (;;) {
     const blocked = performance.now() - startedAt;
     if (blocked >= ms && done()) return blocked;
     if (blocked >= maxMs)
-      throw new Error(`blocked ${Math.round(blocked)} ms and still waiting`);
+      throw new Error(
+        `blocked ${Math.round(blocked)} ms and still waiting for ${waitingFor}`,
+      );
   }
 }
 

@@ -96,6 +96,6 @@ it('knows no connection between ports nothing here uses', () => {
 
 it('gives up blocking after maxMs when the condition never holds', () => {
   expect(() => blockEventLoopUntil(10, () => false, 50)).toThrow(
-    /blocked \d+ ms and still waiting/,
+    /blocked \d+ ms and still waiting for the condition/,
   );
 });

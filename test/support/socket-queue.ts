@@ -68,5 +68,10 @@ export function blockUntilAnswersArrive(
     connections.every(
       ([local, remote]) => (unreadBytes(local, remote) ?? minBytes) >= minBytes,
     );
-  return blockEventLoopUntil(ms, arrived, maxMs);
+  return blockEventLoopUntil(
+    ms,
+    arrived,
+    maxMs,
+    `an answer on each of ${clients.length} connection(s)`,
+  );
 }
