@@ -22,17 +22,7 @@
  * redis://127.0.0.1:6379); keys `probe:handoff:*`.
  */
 import { summarize } from '../stats.js';
-import { probeArguments } from './cycles.js';
-import {
-  probeWindow,
-  windowsInTurn,
-  type ProbeWindowFigures,
-} from './windows.js';
-
-const { url, ids } = probeArguments('handoff-times.ts');
-const processes = Number(process.env.PROCESSES ?? 4);
-const holdMs = Number(process.env.HOLD_MS ?? 0);
-const windows = Number(process.env.WINDOWS ?? 20);
+import { cWindowsInTurn, type ProbeWindowFigures } from './windows.js';
 
 /** One hand-off through Redis, on the shared clock (ms). */
 interface Handoff {
@@ -102,32 +92,23 @@ const spread = (values: number[]) => {
   return `p50 ${ms(p50)}  p99 ${ms(p99)}  max ${ms(max)}`;
 };
 
-const seen = new Map<string, Handoff[]>(ids.map((id) => [id, []]));
-const unmeasured = 2;
-await windowsInTurn(
-  ids,
-  { processes },
-  unmeasured + windows,
-  async (pool, id, round) => {
-    const window = await probeWindow(pool, id, url, {
-      key: `probe:handoff:${id}:${round}`,
-      processes,
-      perProcess: 16 / processes,
-      holdMs,
-      watchStalls: true,
-      watchHandoffs: true,
-    });
-    if (round < unmeasured) return;
+const seen = new Map<string, Handoff[]>();
+const ids = await cWindowsInTurn(
+  'handoff-times.ts',
+  { defaultProcesses: 4, keyPrefix: 'probe:handoff:', watchHandoffs: true },
+  (id, n, window) => {
     const handoffs = handoffsOf(window);
+    if (!seen.has(id)) seen.set(id, []);
     seen.get(id)!.push(...handoffs);
     process.stdout.write(
-      `${id} #${round - unmeasured}: ${window.acquisitions} acquisitions, ` +
+      `${id} #${n}: ${window.acquisitions} acquisitions, ` +
         `${handoffs.length} hand-offs through Redis, longest wait ` +
         `${window.longestWaitMs.toFixed(1)} ms\n`,
     );
   },
 );
-for (const [id, handoffs] of seen) {
+for (const id of ids) {
+  const handoffs = seen.get(id) ?? [];
   process.stdout.write(
     `\n${id}: ${handoffs.length} hand-offs through Redis (ms)\n` +
       `  release -> grant     ${spread(handoffs.map((h) => h.grantedAt - h.releasedAt))}\n` +

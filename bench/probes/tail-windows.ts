@@ -16,18 +16,9 @@
  * redis://127.0.0.1:6379); keys `probe:tail:*`.
  */
 import { median } from '../stats.js';
-import { probeArguments } from './cycles.js';
-import {
-  probeWindow,
-  windowsInTurn,
-  type ProbeWindowFigures,
-} from './windows.js';
+import { cWindowsInTurn, type ProbeWindowFigures } from './windows.js';
 
-const { url, ids } = probeArguments('tail-windows.ts');
-const processes = Number(process.env.PROCESSES ?? 1);
-const holdMs = Number(process.env.HOLD_MS ?? 0);
-const windows = Number(process.env.WINDOWS ?? 20);
-const seen = new Map<string, ProbeWindowFigures[]>(ids.map((id) => [id, []]));
+const seen = new Map<string, ProbeWindowFigures[]>();
 
 const fixed = (ms: number) => ms.toFixed(1).padStart(6);
 
@@ -45,27 +36,17 @@ function describe(id: string, n: number, window: ProbeWindowFigures): string {
   );
 }
 
-// Two windows each first, unmeasured: fresh processes start slow.
-const unmeasured = 2;
-await windowsInTurn(
-  ids,
-  { processes },
-  unmeasured + windows,
-  async (pool, id, round) => {
-    const n = round - unmeasured;
-    const window = await probeWindow(pool, id, url, {
-      key: `probe:tail:${id}:${n}`,
-      processes,
-      perProcess: 16 / processes,
-      holdMs,
-      watchStalls: true,
-    });
-    if (n < 0) return;
+const ids = await cWindowsInTurn(
+  'tail-windows.ts',
+  { defaultProcesses: 1, keyPrefix: 'probe:tail:' },
+  (id, n, window) => {
+    if (!seen.has(id)) seen.set(id, []);
     seen.get(id)!.push(window);
     process.stdout.write(describe(id, n, window));
   },
 );
-for (const [id, all] of seen) {
+for (const id of ids) {
+  const all = seen.get(id) ?? [];
   const waits = all.map((w) => w.longestWaitMs);
   const typical = median(waits);
   const long = all.filter((w) => w.longestWaitMs > 1.5 * typical);

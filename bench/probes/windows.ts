@@ -9,6 +9,7 @@ import type {
 } from '../scenarios/contention-core.js';
 import type { Stalls } from '../scenarios/stall-watch.js';
 import { WorkerPool } from '../workers/pool.js';
+import { probeArguments } from './cycles.js';
 
 const probeWindowMs = 2_000;
 
@@ -103,4 +104,46 @@ export async function windowsInTurn(
   } finally {
     await Promise.all([...pools.values()].map((pool) => pool.stop()));
   }
+}
+
+/**
+ * The probes of C's windows (tail-windows, handoff-times): the contenders
+ * named on the command line, WINDOWS (default 20) measured windows each in
+ * turn after two unmeasured ones (fresh processes start slow), PROCESSES
+ * worker processes with 16 / PROCESSES loops each, HOLD_MS (default 0),
+ * every process watching its stalls. `measured` gets each measured window,
+ * numbered from 0. Resolves with the contenders' ids once all have run.
+ */
+export async function cWindowsInTurn(
+  probe: string,
+  shape: {
+    readonly defaultProcesses: number;
+    /** Each window's key is `<keyPrefix><id>:<round>`. */
+    readonly keyPrefix: string;
+    readonly watchHandoffs?: boolean;
+  },
+  measured: (id: string, n: number, window: ProbeWindowFigures) => void,
+): Promise<readonly string[]> {
+  const { url, ids } = probeArguments(probe);
+  const processes = Number(process.env.PROCESSES ?? shape.defaultProcesses);
+  const holdMs = Number(process.env.HOLD_MS ?? 0);
+  const windows = Number(process.env.WINDOWS ?? 20);
+  const unmeasured = 2;
+  await windowsInTurn(
+    ids,
+    { processes },
+    unmeasured + windows,
+    async (pool, id, round) => {
+      const window = await probeWindow(pool, id, url, {
+        key: `${shape.keyPrefix}${id}:${round}`,
+        processes,
+        perProcess: 16 / processes,
+        holdMs,
+        watchStalls: true,
+        watchHandoffs: shape.watchHandoffs,
+      });
+      if (round >= unmeasured) measured(id, round - unmeasured, window);
+    },
+  );
+  return ids;
 }
