@@ -26,13 +26,14 @@ function describe(id: string, n: number, window: ProbeWindowFigures): string {
   const parts = window.longestWaitParts;
   const loop = Math.max(0, ...window.stalls.map((s) => s.loopDelayMaxMs));
   const gc = Math.max(0, ...window.stalls.map((s) => s.gcLongestMs));
+  const majors = window.stalls.reduce((sum, s) => sum + s.majorGcs, 0);
   return (
     `${id.padEnd(16)} #${String(n).padStart(2)} ${Math.round(window.acquisitionsPerSec).toString().padStart(6)}/s ` +
     `longest wait ${fixed(window.longestWaitMs)} ms` +
     (parts
       ? ` (held ${fixed(parts.heldMs)}, free ${fixed(parts.freeMs)}, longest gap ${fixed(parts.longestFreeMs)})`
       : '') +
-    ` | loop delay max ${fixed(loop)} ms, longest GC ${fixed(gc)} ms\n`
+    ` | loop delay max ${fixed(loop)} ms, longest GC ${fixed(gc)} ms, ${majors} major\n`
   );
 }
 

@@ -1,4 +1,5 @@
 import {
+  constants,
   monitorEventLoopDelay,
   PerformanceObserver,
   type PerformanceEntry,
@@ -11,6 +12,8 @@ export interface Stalls {
   /** Garbage collection pauses in all, and the longest, ms. */
   readonly gcMs: number;
   readonly gcLongestMs: number;
+  /** Full (mark-sweep-compact) collections, which pause longest. */
+  readonly majorGcs: number;
 }
 
 /**
@@ -23,8 +26,11 @@ export function watchStalls(): () => Stalls {
   const delay = monitorEventLoopDelay({ resolution: 2 });
   let gcMs = 0;
   let gcLongestMs = 0;
+  let majorGcs = 0;
   const count = (entries: readonly PerformanceEntry[]): void => {
     for (const entry of entries) {
+      const { kind } = entry.detail as { kind?: number };
+      if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs += 1;
       gcMs += entry.duration;
       gcLongestMs = Math.max(gcLongestMs, entry.duration);
     }
@@ -38,6 +44,6 @@ export function watchStalls(): () => Stalls {
     // still buffered.
     count(observer.takeRecords());
     observer.disconnect();
-    return { loopDelayMaxMs: delay.max / 1e6, gcMs, gcLongestMs };
+    return { loopDelayMaxMs: delay.max / 1e6, gcMs, gcLongestMs, majorGcs };
   };
 }
