@@ -29,8 +29,9 @@ export function watchStalls(): () => Stalls {
   let majorGcs = 0;
   const count = (entries: readonly PerformanceEntry[]): void => {
     for (const entry of entries) {
-      const { kind } = entry.detail as { kind?: number };
-      if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs += 1;
+      // Node 20 puts the collection's kind in `detail`; its types do not say so.
+      const { detail } = entry as { detail?: { kind?: number } };
+      if (detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs += 1;
       gcMs += entry.duration;
       gcLongestMs = Math.max(gcLongestMs, entry.duration);
     }
