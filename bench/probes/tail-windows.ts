@@ -4,7 +4,8 @@
  * its event loop's longest delay and its GC pauses over the window. Prints
  * every window's longest wait with its split (others' holds, the lock free
  * between holders and the longest such gap) beside the worst event-loop
- * delay and GC pause of any of the window's processes, then per contender
+ * delay and GC pause of any of the window's processes and their count of
+ * full (major) collections, then per contender
  * the median and the longest wait, and how many of the windows whose
  * longest wait exceeded 1.5x the median had a process stalled for at least
  * the wait's longest gap (a stalled process, not a slow hand-off).
