@@ -160,6 +160,19 @@ describe('lock-holder test helper', () => {
     expect(await redis.exists('lock:{several:0}', 'lock:{several:2}')).toBe(0);
   });
 
+  it("counts a wait from the holder's ready, not from while it was starting", async () => {
+    const startedAt = Date.now();
+    const holder = start({ key: 'late-start' });
+    // A start-up slower than the wait, as on a busy machine.
+    holder.pause();
+    const acquired = holder.waitFor('acquired', 1_000);
+    await sleep(1_500);
+    holder.resume();
+    expect((await acquired).token).toBeTypeOf('string');
+    const ready = await holder.waitFor('ready');
+    expect(ready.at! - startedAt).toBeGreaterThanOrEqual(1_500);
+  });
+
   it('waitFor rejects with the output when the holder exits first', async () => {
     const port = await getFreePort(); // nothing listens there
     const holder = startLockHolder({

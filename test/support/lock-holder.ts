@@ -85,7 +85,9 @@ export interface LockHolder {
   /**
    * Resolves with the first event of that name (already seen or future);
    * rejects after `timeoutMs` (default 10 s) or if the child exits first, with
-   * its stderr in the message.
+   * its stderr in the message. While the child is still starting, the clock
+   * starts at its `ready`: start-up (compiling and loading the library) gets
+   * up to 20 s of its own, as on a busy machine it can take several seconds.
    */
   waitFor(event: string, timeoutMs?: number): Promise<HolderEvent>;
   /** Freezes the process (SIGSTOP); returns once it is stopped. */
@@ -104,6 +106,7 @@ export interface LockHolder {
 
 const WORKER = 'test/support/workers/lock-holder.ts';
 const DEFAULT_WAIT_MS = 10_000;
+const START_UP_MS = 20_000;
 const STOP_TIMEOUT_MS = 5_000;
 const OUTPUT_TAIL_CHARS = 8_000;
 
@@ -122,7 +125,8 @@ interface Waiter {
   event: string;
   resolve: (event: HolderEvent) => void;
   reject: (error: Error) => void;
-  timer: NodeJS.Timeout;
+  timeoutMs: number;
+  timer?: NodeJS.Timeout;
 }
 
 /** Holders not exited yet. */
@@ -182,17 +186,24 @@ class HolderProcess implements LockHolder {
     if (this.exited)
       return Promise.reject(this.failure(`exited before "${event}"`));
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        event,
-        resolve,
-        reject,
-        timer: setTimeout(() => {
-          this.waiters = this.waiters.filter((w) => w !== waiter);
-          reject(this.failure(`sent no "${event}" within ${timeoutMs} ms`));
-        }, timeoutMs),
-      };
+      const waiter: Waiter = { event, resolve, reject, timeoutMs };
       this.waiters.push(waiter);
+      this.arm(waiter);
     });
+  }
+
+  /** (Re)starts a waiter's clock: the start-up budget until `ready`, then its own. */
+  private arm(waiter: Waiter): void {
+    clearTimeout(waiter.timer);
+    const started = this.events.some((e) => e.event === 'ready');
+    const ms = started
+      ? waiter.timeoutMs
+      : Math.max(waiter.timeoutMs, START_UP_MS);
+    const missing = started ? waiter.event : 'ready';
+    waiter.timer = setTimeout(() => {
+      this.waiters = this.waiters.filter((w) => w !== waiter);
+      waiter.reject(this.failure(`sent no "${missing}" within ${ms} ms`));
+    }, ms);
   }
 
   pause(): void {
@@ -252,6 +263,9 @@ class HolderProcess implements LockHolder {
       waiter.resolve(event);
     }
     this.waiters = this.waiters.filter((w) => w.event !== event.event);
+    if (event.event === 'ready') {
+      for (const waiter of this.waiters) this.arm(waiter);
+    }
   }
 
   private keep(text: string): void {
