@@ -14,8 +14,11 @@ afterEach(async () => {
   await backend.close();
 });
 
-/** A hold of `k` with an explicit 100 ms lease, granted `waitedMs` after the call. */
-function explicitHold(waitedMs: number): {
+/** A hold of `k` with an explicit lease (default 100 ms), granted `waitedMs` after the call. */
+function explicitHold(
+  waitedMs: number,
+  leaseMs = 100,
+): {
   held: HeldKey;
   lost: LockLostReason[];
 } {
@@ -25,9 +28,9 @@ function explicitHold(waitedMs: number): {
     scopeKey: 'service|k',
     storeKey: 'k',
     token: 't',
-    policy: { leaseMs: 100, watchdog: false },
+    policy: { leaseMs, watchdog: false },
     // The lease counts from the call: the wait is part of it.
-    grantedLeaseMs: waitedMs + 100,
+    grantedLeaseMs: waitedMs + leaseMs,
     sentAt: monotonicNow() - waitedMs,
     backend,
     onLost: (_held, reason) => lost.push(reason),
@@ -40,12 +43,17 @@ const sleep = (ms: number) =>
 
 describe('HeldKey', () => {
   it('takes the drift allowance off the lease, not off the wait before the grant', async () => {
-    const { held, lost } = explicitHold(9_900);
-    // 1% of 100 ms plus 2 ms, not 1% of the 10 s since the call.
-    expect(held.expiresAt - Date.now()).toBeGreaterThan(90);
-    await sleep(50);
+    // Measured from before the hold, so a slow machine's pauses after it do
+    // not count against the lease.
+    const before = Date.now();
+    const { held, lost } = explicitHold(99_000, 1_000);
+    // 1% of 1 s plus 2 ms (988 ms left), not 1% of the 100 s since the call
+    // (lost at once).
+    expect(held.expiresAt - before).toBeGreaterThan(980);
+    expect(held.expiresAt - before).toBeLessThanOrEqual(1_000);
+    await sleep(400);
     expect(lost).toEqual([]);
-    await sleep(100);
+    await sleep(700);
     expect(lost).toEqual(['lease-expired']);
     held.stop();
   });
