@@ -5,8 +5,9 @@ import { setProcessStopped } from './process-state.js';
 import { spawnTs } from './processes.js';
 
 /**
- * Separate Node processes that hold a lock (test/support/workers/lock-holder.ts),
- * for fault tests that SIGKILL, SIGSTOP or SIGTERM a holder. Each reports what
+ * Separate Node processes that hold a lock (test/support/workers/lock-holder.ts,
+ * or another worker with the same protocol: {@link startHolderProcess}), for
+ * fault tests that SIGKILL, SIGSTOP or SIGTERM a holder. Each reports what
  * happens to it as events ({@link HolderEvent}); the worker's header lists them.
  *
  * No holder outlives the test process: those still running when it exits are
@@ -112,8 +113,21 @@ const OUTPUT_TAIL_CHARS = 8_000;
 
 /** Starts a holder process; it starts acquiring as soon as it is connected (`ready`). */
 export function startLockHolder(options: LockHolderOptions): LockHolder {
+  return startHolderProcess(WORKER, options);
+}
+
+/**
+ * Starts another holder worker (a TypeScript file of this repo, such as the
+ * semaphore and read-write lock holders of the fault tests) with `options`
+ * as its one JSON argument. It must speak the lock holder's protocol: one
+ * JSON event per line on stdout, `ready` once started.
+ */
+export function startHolderProcess(
+  worker: string,
+  options: object,
+): LockHolder {
   installExitHook();
-  return new HolderProcess(spawnTs(WORKER, [JSON.stringify(options)]));
+  return new HolderProcess(worker, spawnTs(worker, [JSON.stringify(options)]));
 }
 
 interface Exit {
@@ -151,8 +165,11 @@ class HolderProcess implements LockHolder {
   private waiters: Waiter[] = [];
   private paused = false;
 
-  constructor(private readonly child: ChildProcess) {
-    if (child.pid === undefined) throw new Error(`Could not start ${WORKER}`);
+  constructor(
+    worker: string,
+    private readonly child: ChildProcess,
+  ) {
+    if (child.pid === undefined) throw new Error(`Could not start ${worker}`);
     this.pid = child.pid;
     running.add(child);
     let pending = '';

@@ -3,12 +3,17 @@ import { ReadWriteLockService } from '../../src/rwlock/read-write-lock.service.j
 import { RedisSemaphoreBackend } from '../../src/semaphore/redis/redis-semaphore-backend.js';
 import { FencedResource } from '../../../../test/support/fenced-resource.js';
 import { sleep } from '../../../../test/support/lock-fixtures.js';
-import { setProcessStopped } from '../../../../test/support/process-state.js';
 import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
-import { HolderProcess, RWLOCK_HOLDER } from './holder-process.js';
+import {
+  startHolderProcess,
+  type LockHolder,
+} from '../../../../test/support/lock-holder.js';
+
+const RWLOCK_HOLDER =
+  'libs/distributed-lock/test/faults/workers/rwlock-holder.ts';
 
 // The holders' watchdog lease: a dead or paused holder's lock comes back
 // within it (plus the drift allowance and a round trip).
@@ -22,10 +27,10 @@ describe('read-write lock faults (separate holder processes, one Redis)', () => 
   let server: RedisServerHandle;
   let client: Redis;
   let locks: ReadWriteLockService;
-  const holders: HolderProcess[] = [];
+  const holders: LockHolder[] = [];
   // Started with the server, so that their start-up overlaps the first test.
-  let killed: HolderProcess;
-  let paused: HolderProcess;
+  let killed: LockHolder;
+  let paused: LockHolder;
 
   beforeAll(async () => {
     server = await startRedisServer();
@@ -41,25 +46,15 @@ describe('read-write lock faults (separate holder processes, one Redis)', () => 
     killed = start({ name: 'killed', mode: 'write' });
     paused = start({ name: 'paused', mode: 'read' });
   });
-  const stopAll = () => {
-    for (const holder of holders.splice(0)) {
-      try {
-        setProcessStopped(holder.pid, false);
-      } catch {
-        // gone already
-      }
-      holder.kill();
-    }
-  };
   afterAll(async () => {
-    stopAll();
+    await Promise.all(holders.splice(0).map((holder) => holder.kill()));
     await locks.close();
     client.disconnect();
     await server.stop();
   });
 
   const start = (options: Record<string, unknown>) => {
-    const holder = new HolderProcess(RWLOCK_HOLDER, {
+    const holder = startHolderProcess(RWLOCK_HOLDER, {
       url: server.url,
       leaseTime: LEASE_MS,
       mode: 'read',
@@ -106,10 +101,10 @@ describe('read-write lock faults (separate holder processes, one Redis)', () => 
     const holder = killed;
     const acquired = await holder.waitFor('acquired');
     // Held well past its first lease: the watchdog renews it.
-    await sleepUntil(acquired.at + LEASE_MS * 2);
+    await sleepUntil(acquired.at! + LEASE_MS * 2);
     expect(await locks.tryRead('killed')).toBeNull();
-    holder.kill();
     const killedAt = performance.now();
+    await holder.kill();
     const next = await locks.write('killed', { waitTime: 10_000 });
     expect(performance.now() - killedAt).toBeLessThan(BOUND_MS);
     expect(next.fencingToken).toBeGreaterThan(Number(acquired.fencingToken));
@@ -120,14 +115,14 @@ describe('read-write lock faults (separate holder processes, one Redis)', () => 
     const holder = paused;
     const acquired = await holder.waitFor('acquired');
     // Renewed a few times before the pause: the lease it leaves is its own.
-    await sleepUntil(acquired.at + LEASE_MS);
-    setProcessStopped(holder.pid, true);
+    await sleepUntil(acquired.at! + LEASE_MS);
+    holder.pause();
     const pausedAt = performance.now();
     const next = await locks.write('paused', { waitTime: 10_000 });
     expect(performance.now() - pausedAt).toBeLessThan(BOUND_MS);
     // Paused well past its lease, then resumed.
     await sleep(LEASE_MS);
-    setProcessStopped(holder.pid, false);
+    holder.resume();
     const lost = await holder.waitFor('lost', 5_000);
     expect(String(lost.reason)).toContain('LockLostError');
     // Its renewals do not take the lock back from the writer.

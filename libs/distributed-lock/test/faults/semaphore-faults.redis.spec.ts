@@ -1,13 +1,18 @@
 import { Redis } from 'ioredis';
 import { RedisSemaphoreBackend } from '../../src/semaphore/redis/redis-semaphore-backend.js';
 import { SemaphoreService } from '../../src/semaphore/semaphore.service.js';
-import { setProcessStopped } from '../../../../test/support/process-state.js';
 import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
 import { sleep } from '../../../../test/support/lock-fixtures.js';
-import { HolderProcess, SEMAPHORE_HOLDER } from './holder-process.js';
+import {
+  startHolderProcess,
+  type LockHolder,
+} from '../../../../test/support/lock-holder.js';
+
+const SEMAPHORE_HOLDER =
+  'libs/distributed-lock/test/faults/workers/semaphore-holder.ts';
 
 // The holders' watchdog lease: a dead or paused holder's permits come back
 // within it (plus the drift allowance and a round trip).
@@ -18,7 +23,7 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
   let server: RedisServerHandle;
   let client: Redis;
   let semaphores: SemaphoreService;
-  const holders: HolderProcess[] = [];
+  const holders: LockHolder[] = [];
 
   beforeAll(async () => {
     server = await startRedisServer();
@@ -32,15 +37,8 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
       maxKeyLength: 200,
     });
   });
-  afterEach(() => {
-    for (const holder of holders.splice(0)) {
-      try {
-        setProcessStopped(holder.pid, false);
-      } catch {
-        // gone already
-      }
-      holder.kill();
-    }
+  afterEach(async () => {
+    await Promise.all(holders.splice(0).map((holder) => holder.kill()));
   });
   afterAll(async () => {
     await semaphores.close();
@@ -49,7 +47,7 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
   });
 
   const start = (name: string, limit: number, permits: number) => {
-    const holder = new HolderProcess(SEMAPHORE_HOLDER, {
+    const holder = startHolderProcess(SEMAPHORE_HOLDER, {
       url: server.url,
       name,
       limit,
@@ -62,7 +60,7 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
 
   it('never lets more than N hold at once across OS processes', async () => {
     const workers = [0, 1, 2].map(() => {
-      const worker = new HolderProcess(SEMAPHORE_HOLDER, {
+      const worker = startHolderProcess(SEMAPHORE_HOLDER, {
         url: server.url,
         name: 'churn',
         limit: 3,
@@ -86,8 +84,8 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
     // Held well past its first lease: the watchdog renews it.
     await sleep(LEASE_MS * 2);
     expect(await semaphores.tryAcquire('killed', { limit: 2 })).toBeNull();
-    holder.kill();
     const killedAt = performance.now();
+    await holder.kill();
     const next = await semaphores.acquire('killed', {
       limit: 2,
       permits: 2,
@@ -101,7 +99,7 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
   it('lets others proceed past a paused holder, which is told lost on resuming', async () => {
     const holder = start('paused', 1, 1);
     await holder.waitFor('acquired');
-    setProcessStopped(holder.pid, true);
+    holder.pause();
     const pausedAt = performance.now();
     const next = await semaphores.acquire('paused', {
       limit: 1,
@@ -110,7 +108,7 @@ describe('semaphore faults (separate holder processes, one Redis)', () => {
     expect(performance.now() - pausedAt).toBeLessThan(BOUND_MS);
     // Paused well past its lease, then resumed.
     await sleep(LEASE_MS);
-    setProcessStopped(holder.pid, false);
+    holder.resume();
     const lost = await holder.waitFor('lost', 5_000);
     expect(String(lost.reason)).toContain('LockLostError');
     // Its renewals do not take the permit back from the new holder.

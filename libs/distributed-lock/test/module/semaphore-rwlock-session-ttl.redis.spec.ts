@@ -19,7 +19,10 @@ import {
   startRedisServer,
   type RedisServerHandle,
 } from '../../../../test/support/redis-server.js';
-import { HolderProcess } from '../faults/holder-process.js';
+import {
+  startHolderProcess,
+  type LockHolder,
+} from '../../../../test/support/lock-holder.js';
 
 const PERMIT_HOLDER =
   'libs/distributed-lock/test/module/fixtures/module-permit-holder.ts';
@@ -30,14 +33,14 @@ const BOUND_MS = TTL_MS + 500;
 let server: RedisServerHandle;
 let observer: Redis;
 const apps: INestApplicationContext[] = [];
-const holders: HolderProcess[] = [];
+const holders: LockHolder[] = [];
 
 beforeAll(async () => {
   server = await startRedisServer();
   observer = new Redis(server.url);
 });
 afterEach(async () => {
-  for (const holder of holders.splice(0)) holder.kill();
+  await Promise.all(holders.splice(0).map((holder) => holder.kill()));
   await Promise.all(apps.splice(0).map((app) => app.close()));
 });
 afterAll(async () => {
@@ -74,7 +77,7 @@ const after = async (pending: Promise<unknown>, since: number) => {
 };
 
 it('gives back the permits and the read lock of a SIGKILLed process within sessionTtl', async () => {
-  const holder = new HolderProcess(PERMIT_HOLDER, {
+  const holder = startHolderProcess(PERMIT_HOLDER, {
     url: server.url,
     sessionTtl: TTL_MS,
     semaphore: 'partner-api',
@@ -98,8 +101,8 @@ it('gives back the permits and the read lock of a SIGKILLed process within sessi
   expect(lease).toBeGreaterThan(0);
   expect(lease).toBeLessThanOrEqual(TTL_MS);
 
-  holder.kill();
   const killedAt = performance.now();
+  await holder.kill();
   const permits = semaphores.acquire('partner-api', {
     limit: 2,
     permits: 2,

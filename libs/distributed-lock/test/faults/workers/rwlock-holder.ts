@@ -1,8 +1,8 @@
 /**
  * A separate OS process using one read-write lock, for fault tests. Events
- * are JSON lines on stdout: `acquired` `{ token, fencingToken }`, `lost`
- * `{ reason }` (the handle's signal aborted), `done` `{ reads, writes }`,
- * `error` `{ message }`.
+ * are JSON lines on stdout: `ready` (connected), `acquired`
+ * `{ token, fencingToken }`, `lost` `{ reason }` (the handle's signal
+ * aborted), `done` `{ reads, writes }`, `error` `{ message }`.
  *
  * Usage: node --import @swc-node/register/esm-register rwlock-holder.ts
  *   '{"url":..., "name":..., "mode":"write", "leaseTime":1000}'
@@ -85,6 +85,8 @@ async function churn(churning: NonNullable<Options['churn']>): Promise<void> {
 }
 
 try {
+  await client.ping();
+  emit('ready', { pid: process.pid });
   if (options.churn) await churn(options.churn);
   const handle =
     options.mode === 'write'

@@ -1,8 +1,9 @@
 /**
  * A separate OS process holding permits of one semaphore, for fault tests.
- * Events are JSON lines on stdout: `acquired` `{ token, at }`, `lost`
- * `{ reason, at }` (the handle's signal aborted), `released` `{ result }`,
- * `error` `{ message }`. SIGTERM releases and exits 0.
+ * Events are JSON lines on stdout: `ready` (connected), `acquired`
+ * `{ token, at }`, `lost` `{ reason, at }` (the handle's signal aborted),
+ * `released` `{ result }`, `error` `{ message }`. SIGTERM releases and
+ * exits 0.
  *
  * Usage: node --import @swc-node/register/esm-register semaphore-holder.ts
  *   '{"url":..., "name":..., "limit":2, "permits":2, "leaseTime":1000}'
@@ -73,6 +74,8 @@ async function churn(callers: number, forMs: number): Promise<void> {
 }
 
 try {
+  await client.ping();
+  emit('ready', { pid: process.pid });
   if (options.churn) await churn(options.churn.callers, options.churn.forMs);
   const handle = await semaphores.acquire(options.name, {
     limit: options.limit,
