@@ -149,9 +149,11 @@ describe('waiting', () => {
       'dead-waiter',
       String(handoffLeaseMs),
     ]);
+    // Its start-up counts here: seconds on a busy machine, as with every
+    // child process the suite waits for.
     await eventually(
       async () => (await redis.llen('lock:{dead-waiter}:queue')) === 1,
-      10_000,
+      20_000,
     );
     const survivorGot = survivor.acquire('dead-waiter', { waitTime: 20_000 });
     await eventually(
