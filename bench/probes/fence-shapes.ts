@@ -21,6 +21,7 @@
  */
 import { Redis } from 'ioredis';
 import { lockScriptTexts } from '../../libs/distributed-lock/src/backends/redis/lock-scripts.js';
+import { serverCpuSeconds } from './server-cpu.js';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const reps = Number(process.argv[2] ?? 3);
@@ -49,17 +50,9 @@ const shapes: Record<string, (key: string, token: string) => Promise<unknown>> =
         .exec(),
   };
 
-/** CPU seconds (user + system) the server has used so far. */
-async function serverCpuSeconds(): Promise<number> {
-  const info = await admin.info('cpu');
-  const field = (name: string) =>
-    Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? NaN);
-  return field('used_cpu_user') + field('used_cpu_sys');
-}
-
 for (let rep = 0; rep < reps; rep++) {
   for (const [name, acquire] of Object.entries(shapes)) {
-    const cpuBefore = await serverCpuSeconds();
+    const cpuBefore = await serverCpuSeconds(admin);
     const started = performance.now();
     await Promise.all(
       Array.from({ length: loops }, async (_, loop) => {
@@ -72,7 +65,7 @@ for (let rep = 0; rep < reps; rep++) {
       }),
     );
     const seconds = (performance.now() - started) / 1_000;
-    const cpu = (await serverCpuSeconds()) - cpuBefore;
+    const cpu = (await serverCpuSeconds(admin)) - cpuBefore;
     const cycles = loops * cyclesPerLoop;
     console.log(
       `${name.padEnd(7)} ${(cycles / seconds).toFixed(0).padStart(6)} cycles/s ` +

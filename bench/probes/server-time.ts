@@ -15,23 +15,16 @@
 import { Redis } from 'ioredis';
 import { openContender } from '../contenders/index.js';
 import { probeArguments } from './cycles.js';
+import { serverCpuSeconds } from './server-cpu.js';
 
 const { url, ids } = probeArguments('server-time.ts');
 const loops = 64;
 const cyclesPerLoop = 1_000;
 const admin = new Redis(url);
 
-/** CPU seconds (user + system) the server has used so far. */
-async function serverCpuSeconds(): Promise<number> {
-  const info = await admin.info('cpu');
-  const field = (name: string) =>
-    Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? NaN);
-  return field('used_cpu_user') + field('used_cpu_sys');
-}
-
 for (const id of ids) {
   const lock = await openContender(id, { urls: [url] });
-  const before = await serverCpuSeconds();
+  const before = await serverCpuSeconds(admin);
   await Promise.all(
     Array.from({ length: loops }, async (_, loop) => {
       for (let i = 0; i < cyclesPerLoop; i++) {
@@ -42,7 +35,7 @@ for (const id of ids) {
       }
     }),
   );
-  const used = (await serverCpuSeconds()) - before;
+  const used = (await serverCpuSeconds(admin)) - before;
   await lock.close();
   console.log(
     `${id.padEnd(28)} ${((used * 1e6) / (loops * cyclesPerLoop)).toFixed(2)} µs of Redis CPU per cycle`,
