@@ -5,7 +5,9 @@
  * every window's longest wait with its split (others' holds, the lock free
  * between holders and the longest such gap) beside the worst event-loop
  * delay and GC pause of any of the window's processes and their count of
- * full (major) collections, then per contender
+ * full (major) collections, the CPU its processes used per acquisition,
+ * and how busy the whole machine was (and how much the hypervisor took:
+ * steal), then per contender
  * the median and the longest wait, and how many of the windows whose
  * longest wait exceeded 1.5x the median had a process stalled for at least
  * the wait's longest gap (a stalled process, not a slow hand-off).
@@ -22,19 +24,29 @@ import { cWindowsInTurn, type ProbeWindowFigures } from './windows.js';
 const seen = new Map<string, ProbeWindowFigures[]>();
 
 const fixed = (ms: number) => ms.toFixed(1).padStart(6);
+const percent = (share: number) => `${Math.round(share * 100)}%`;
 
 function describe(id: string, n: number, window: ProbeWindowFigures): string {
   const parts = window.longestWaitParts;
   const loop = Math.max(0, ...window.stalls.map((s) => s.loopDelayMaxMs));
   const gc = Math.max(0, ...window.stalls.map((s) => s.gcLongestMs));
   const majors = window.stalls.reduce((sum, s) => sum + s.majorGcs, 0);
+  const cpuUs =
+    (window.stalls.reduce((sum, s) => sum + s.cpuMs, 0) * 1000) /
+    Math.max(1, window.acquisitions);
+  const machine = window.stalls[0]?.machine;
   return (
     `${id.padEnd(16)} #${String(n).padStart(2)} ${Math.round(window.acquisitionsPerSec).toString().padStart(6)}/s ` +
     `longest wait ${fixed(window.longestWaitMs)} ms` +
     (parts
       ? ` (held ${fixed(parts.heldMs)}, free ${fixed(parts.freeMs)}, longest gap ${fixed(parts.longestFreeMs)})`
       : '') +
-    ` | loop delay max ${fixed(loop)} ms, longest GC ${fixed(gc)} ms, ${majors} major\n`
+    ` | loop delay max ${fixed(loop)} ms, longest GC ${fixed(gc)} ms, ${majors} major` +
+    ` | ${Math.round(cpuUs)} µs CPU/acq` +
+    (machine
+      ? `, machine ${percent(machine.busy)} busy, ${percent(machine.steal)} steal`
+      : '') +
+    '\n'
   );
 }
 
